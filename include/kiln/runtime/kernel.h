@@ -1,0 +1,34 @@
+/* The kernel calling convention and the runtime services generated code calls.
+ * C linkage: generated code (JIT or AOT objects) and C programs call these by name.
+ *
+ * A kernel is `int32_t NAME(void* const* args, int32_t num_args)`: args[i] is the data pointer
+ * of the i-th PrimFunc parameter (shapes are static and baked into the code). It returns 0 on
+ * success. Parallel loops are outlined by code generation into a kiln_parallel_body and run
+ * through kiln_parallel_for on the runtime's thread pool. */
+#ifndef KILN_RUNTIME_KERNEL_H_
+#define KILN_RUNTIME_KERNEL_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t (*kiln_kernel_fn)(void* const* args, int32_t num_args);
+
+/* Runs body(task_id, num_tasks, closure) for task_id in [0, num_tasks) on the thread pool,
+ * the calling thread taking part; returns when all tasks are done. num_tasks <= 0 means one
+ * task per pool thread. Returns 0, or the first non-zero value a task returned. */
+typedef int32_t (*kiln_parallel_body)(int32_t task_id, int32_t num_tasks, void* closure);
+int32_t kiln_parallel_for(kiln_parallel_body body, void* closure, int32_t num_tasks);
+
+/* Threads the pool uses (the caller included). Default: KILN_NUM_THREADS from the environment,
+ * else the number of cores. */
+int32_t kiln_get_num_threads(void);
+void kiln_set_num_threads(int32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_KERNEL_H_ */

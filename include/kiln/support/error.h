@@ -1,0 +1,62 @@
+// Errors in kiln come in two kinds (DESIGN.md, "Errors"):
+//  - kiln::Error: bad user input (a shape mismatch, an unknown axis, a malformed model).
+//    It carries enough context to name the culprit; the CLI and C API turn it into a message.
+//  - kiln::InternalError: a compiler bug, raised by KILN_CHECK with file:line.
+// Library code never aborts; both are exceptions.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace kiln {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+namespace detail {
+// Collects a streamed message and throws when the full expression ends.
+class ThrowOnDestroy {
+ public:
+  ThrowOnDestroy(const char* file, int line, const char* cond, bool internal)
+      : internal_(internal) {
+    if (internal_) os_ << "internal error at " << file << ":" << line << ": check failed: " << cond;
+  }
+  ThrowOnDestroy(const ThrowOnDestroy&) = delete;
+  ~ThrowOnDestroy() noexcept(false) {
+    if (internal_) throw InternalError(os_.str());
+    throw Error(os_.str());
+  }
+  std::ostream& stream() {
+    if (internal_) os_ << ": ";
+    return os_;
+  }
+
+ private:
+  std::ostringstream os_;
+  bool internal_;
+};
+}  // namespace detail
+
+}  // namespace kiln
+
+// Internal invariant: a failure is a kiln bug. Usage: KILN_CHECK(a == b) << "why";
+#define KILN_CHECK(cond) \
+  if (cond) {            \
+  } else                 \
+    ::kiln::detail::ThrowOnDestroy(__FILE__, __LINE__, #cond, true).stream()
+
+// User-facing check: a failure is the user's input. Usage: KILN_USER_CHECK(ok) << "what was wrong";
+#define KILN_USER_CHECK(cond) \
+  if (cond) {                 \
+  } else                      \
+    ::kiln::detail::ThrowOnDestroy(__FILE__, __LINE__, #cond, false).stream()
+
+#define KILN_THROW() ::kiln::detail::ThrowOnDestroy(__FILE__, __LINE__, "", false).stream()
