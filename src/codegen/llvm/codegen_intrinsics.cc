@@ -67,6 +67,15 @@ llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x2, std::initializer_list
   return acc;
 }
 
+// copysign(1, x) where |x| >= limit (the function has rounded to +-1 in float), else r. NaN
+// fails the comparison and keeps r (NaN).
+llvm::Value* saturate(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* r, double limit) {
+  llvm::Type* ty = x->getType();
+  llvm::Value* one = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, llvm::ConstantFP::get(ty, 1.0), x);
+  llvm::Value* big = b.CreateFCmpOGE(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), llvm::ConstantFP::get(ty, limit));
+  return b.CreateSelect(big, one, r);
+}
+
 // Clamps x to [-c, c]; NaN passes through (both comparisons are false).
 llvm::Value* clamp_sym(llvm::IRBuilder<>& b, llvm::Value* x, double c) {
   llvm::Value* hi = llvm::ConstantFP::get(x->getType(), c);
@@ -88,7 +97,8 @@ llvm::Value* CodeGenLLVM::tanh_f32(llvm::Value* x) {
   llvm::Value* r = builder_.CreateFDiv(builder_.CreateFMul(xc, p), q);
   // Below 4e-4, tanh(x) == x in float; returning x keeps tiny values (and -0) exact.
   llvm::Value* tiny = builder_.CreateFCmpOLT(call_llvm_intrinsic(llvm::Intrinsic::fabs, x), fconst(x->getType(), 0.0004));
-  return builder_.CreateSelect(tiny, x, r);
+  // From 9 on, tanh is 1 in float; the clamped polynomial is only within an ulp of it.
+  return saturate(builder_, x, builder_.CreateSelect(tiny, x, r), 9.0);
 }
 
 llvm::Value* CodeGenLLVM::erf_f32(llvm::Value* x) {
@@ -100,7 +110,8 @@ llvm::Value* CodeGenLLVM::erf_f32(llvm::Value* x) {
                            -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02});
   llvm::Value* q = horner(builder_, x2, {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
                                          -7.37332916720468e-03, -1.42647390514189e-02});
-  return builder_.CreateFDiv(builder_.CreateFMul(xc, p), q);
+  // From 4 on, erf is 1 in float; the clamped polynomial is only within an ulp of it.
+  return saturate(builder_, x, builder_.CreateFDiv(builder_.CreateFMul(xc, p), q), 4.0);
 }
 
 llvm::Value* CodeGenLLVM::emit_intrinsic(const ir::CallNode* op) {

@@ -41,7 +41,7 @@ class LLVMCompiledModule : public CompiledModule {
     cg.features = target.features;
     cg.fast_math = options.fast_math;
     // Ask the subtarget, not the feature string: a CPU name implies features it does not list.
-    cg.prefer_512 = tm_->getMCSubtargetInfo()->checkFeatures("+avx512f");
+    cg.prefer_512 = tm_->getTargetTriple().isX86() && tm_->getMCSubtargetInfo()->checkFeatures("+avx512f");
     CodeGenLLVM codegen(module_.get(), cg);
     std::unordered_set<std::string> names;
     for (const ir::PrimFunc& f : funcs) {

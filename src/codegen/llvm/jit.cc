@@ -15,6 +15,9 @@ namespace kiln::codegen::llvm_backend {
 
 struct JIT::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  // ORC reports the detail of a failed link (which symbols are missing) to the session's
+  // error reporter, not in the lookup error; collect it for the exception message.
+  std::string reported;
 };
 
 namespace {
@@ -30,6 +33,9 @@ JIT::JIT(const std::string& object_code) : impl_(std::make_unique<Impl>()) {
   impl_->jit = std::move(*jit);
   llvm::orc::LLJIT& j = *impl_->jit;
   llvm::orc::JITDylib& main = j.getMainJITDylib();
+  Impl* impl = impl_.get();
+  j.getExecutionSession().setErrorReporter(
+      [impl](llvm::Error err) { impl->reported += (impl->reported.empty() ? "" : "; ") + llvm::toString(std::move(err)); });
 
   // The runtime services are defined by address: this library links the runtime, so they are
   // always there, whatever the executable exports.
@@ -58,8 +64,12 @@ JIT::~JIT() = default;
 void* JIT::lookup(const std::string& name) {
   // Linking happens on first lookup: an unresolved symbol (a missing extern function) shows
   // up here.
+  impl_->reported.clear();
   auto addr = impl_->jit->lookup(name);
-  if (!addr) fail("cannot resolve '" + name + "'", addr.takeError());
+  if (!addr) {
+    std::string detail = impl_->reported.empty() ? "" : " (" + impl_->reported + ")";
+    fail("cannot resolve '" + name + "'" + detail, addr.takeError());
+  }
   return addr->toPtr<void*>();
 }
 

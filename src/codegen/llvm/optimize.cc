@@ -31,6 +31,12 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target,
   std::string err;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(target.triple, err);
   KILN_USER_CHECK(t != nullptr) << "target '" << target.str() << "': " << err;
+  if (!target.cpu.empty()) {
+    // Checked on a generic subtarget first: creating one for an unknown CPU prints a warning.
+    std::unique_ptr<llvm::MCSubtargetInfo> sti(t->createMCSubtargetInfo(target.triple, "", ""));
+    KILN_USER_CHECK(sti && sti->isCPUStringValid(target.cpu))
+        << "target '" << target.str() << "': unknown CPU '" << target.cpu << "'";
+  }
   llvm::TargetOptions opts;
   // Fuse a*b+c into an FMA only where the IR's `contract` flag allows it.
   opts.AllowFPOpFusion = llvm::FPOpFusion::Standard;
@@ -41,8 +47,6 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target,
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(target.triple, target.cpu, target.features, opts,
                                                                  llvm::Reloc::PIC_, llvm::CodeModel::Small, level));
   KILN_USER_CHECK(tm != nullptr) << "target '" << target.str() << "': LLVM cannot create a target machine";
-  KILN_USER_CHECK(target.cpu.empty() || tm->getMCSubtargetInfo()->isCPUStringValid(target.cpu))
-      << "target '" << target.str() << "': unknown CPU '" << target.cpu << "'";
   return tm;
 }
 
