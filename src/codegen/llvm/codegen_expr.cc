@@ -357,6 +357,23 @@ llvm::Value* CodeGenLLVM::to_i64_index(llvm::Value* index, DataType index_type) 
   return index;
 }
 
+llvm::Value* CodeGenLLVM::emit_index(const ir::Expr& e) {
+  // Signed 32-bit index arithmetic is nsw, so it may as well be done in 64 bits: sext(a + b)
+  // == sext(a) + sext(b). Doing so here, instead of sign-extending the final i32 sum, gives
+  // addresses LLVM folds into base + constant offset + scaled IV (one broadcast per row of a
+  // GEMM micro-kernel instead of a sext/shift pair).
+  DataType t = e.dtype();
+  if (!(t.is_int() && t.bits == 32 && t.is_scalar())) return to_i64_index(emit(e), t);
+  llvm::Type* i64 = builder_.getInt64Ty();
+  if (const auto* imm = e.as<ir::IntImmNode>()) return llvm::ConstantInt::get(i64, static_cast<uint64_t>(imm->value), true);
+  if (const auto* b = e.as<ir::BinaryNode>()) {
+    if (b->kind == ExprKind::Add) return builder_.CreateAdd(emit_index(b->a), emit_index(b->b), "", false, true);
+    if (b->kind == ExprKind::Sub) return builder_.CreateSub(emit_index(b->a), emit_index(b->b), "", false, true);
+    if (b->kind == ExprKind::Mul) return builder_.CreateMul(emit_index(b->a), emit_index(b->b), "", false, true);
+  }
+  return builder_.CreateSExt(emit(e), i64);
+}
+
 llvm::Value* CodeGenLLVM::element_address(const ir::Buffer& b, llvm::Value* index, DataType index_type) {
   return builder_.CreateInBoundsGEP(storage_type(b->dtype), buffer_ptr(b), to_i64_index(index, index_type));
 }
@@ -374,7 +391,7 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
   const auto* bc = idx.as<ir::BroadcastNode>();
   if (t.is_scalar() || bc) {
     const ir::Expr& sidx = bc ? bc->value : idx;
-    llvm::Value* addr = element_address(buf, emit(sidx), sidx.dtype());
+    llvm::Value* addr = element_address(buf, emit_index(sidx), DataType::i64());
     llvm::Value* v = nullptr;
     if (mask) {
       // A scalar load inside a masked Select side: load only if some lane chooses that side.
@@ -407,7 +424,7 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
   llvm::Value* v = nullptr;
   const auto* ramp = idx.as<ir::RampNode>();
   if (ramp && ir::is_const_int(ramp->stride, 1)) {
-    llvm::Value* addr = element_address(buf, emit(ramp->base), ramp->base.dtype());
+    llvm::Value* addr = element_address(buf, emit_index(ramp->base), DataType::i64());
     if (mask) v = builder_.CreateMaskedLoad(vty, addr, align, mask, zero, buf->name);
     else v = builder_.CreateAlignedLoad(vty, addr, align, buf->name);
   } else {
@@ -433,12 +450,12 @@ void CodeGenLLVM::emit_store(const ir::BufferStoreNode* op) {
   if (t.is_scalar()) {
     KILN_USER_CHECK(idx.dtype().is_scalar()) << "kernel '" << kernel_name_ << "': scalar store to '" << buf->name
                                              << "' with a vector index";
-    builder_.CreateAlignedStore(value, element_address(buf, emit(idx), idx.dtype()), align);
+    builder_.CreateAlignedStore(value, element_address(buf, emit_index(idx), DataType::i64()), align);
     return;
   }
   const auto* ramp = idx.as<ir::RampNode>();
   if (ramp && ir::is_const_int(ramp->stride, 1)) {
-    builder_.CreateAlignedStore(value, element_address(buf, emit(ramp->base), ramp->base.dtype()), align);
+    builder_.CreateAlignedStore(value, element_address(buf, emit_index(ramp->base), DataType::i64()), align);
     return;
   }
   llvm::Value* vidx = emit(idx);

@@ -214,7 +214,7 @@ llvm::Value* CodeGenLLVM::emit_address_of(const ir::CallNode* op) {
   if (const auto* b = idx.as<ir::BroadcastNode>()) idx = b->value;
   KILN_USER_CHECK(idx.dtype().is_scalar()) << "kernel '" << kernel_name_ << "': address_of '" << load->buffer->name
                                            << "' with a gather index";
-  return element_address(load->buffer, emit(idx), idx.dtype());
+  return element_address(load->buffer, emit_index(idx), DataType::i64());
 }
 
 }  // namespace kiln::codegen::llvm_backend

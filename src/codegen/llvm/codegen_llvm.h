@@ -84,6 +84,8 @@ class CodeGenLLVM {
   llvm::Value* buffer_ptr(const ir::Buffer& b);
   llvm::Value* element_address(const ir::Buffer& b, llvm::Value* index, ir::DataType index_type);
   llvm::Value* to_i64_index(llvm::Value* index, ir::DataType index_type);
+  // A scalar index computed in 64 bits (see codegen_expr.cc).
+  llvm::Value* emit_index(const ir::Expr& index);
   // True if evaluating e could fault (a load) or has side effects (an extern call), so
   // a Select must not evaluate it for lanes/cases that do not choose it.
   static bool may_trap(const ir::Expr& e);
