@@ -235,6 +235,9 @@ int32_t kiln_get_num_threads(void) { return kiln::runtime::pool().num_threads();
 
 void kiln_set_num_threads(int32_t n) {
   using namespace kiln::runtime;
+  // From inside a task the pool is busy running the job this task belongs to; resizing would
+  // wait for that job to end, i.e. forever. Ignore the request.
+  if (t_inside_task) return;
   if (n <= 0) n = default_num_threads();
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   g_requested_threads = n;

@@ -158,3 +158,14 @@ TEST_CASE("parallel_for from several application threads at once", "[runtime]") 
   for (auto& t : apps) t.join();
   REQUIRE(total.load() == 3 * 500 * 4);
 }
+
+TEST_CASE("kiln_set_num_threads from inside a task is ignored instead of deadlocking", "[runtime]") {
+  RestoreThreads restore;
+  kiln_set_num_threads(2);
+  auto body = [](int32_t, int32_t, void*) -> int32_t {
+    kiln_set_num_threads(5);
+    return 0;
+  };
+  REQUIRE(kiln_parallel_for(body, nullptr, 4) == 0);
+  REQUIRE(kiln_get_num_threads() == 2);
+}

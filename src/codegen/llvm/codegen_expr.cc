@@ -14,8 +14,8 @@
 //    the result is the second operand.
 //  - Select evaluates both sides, except a side that may fault (a load, an integer division, an
 //    extern call): with a scalar condition it becomes a branch; with a vector condition the
-//    side is emitted under a lane mask, so its vector loads become masked loads/gathers and
-//    its divisors are 1 in the lanes that do not choose it.
+//    side is emitted under a lane mask, so its vector loads become masked loads/gathers
+//    (codegen_memory.cc) and its divisors are 1 in the lanes that do not choose it.
 #include <llvm/IR/Intrinsics.h>
 
 #include <cmath>
@@ -330,7 +330,7 @@ llvm::Value* CodeGenLLVM::emit_cast(DataType from, DataType to, llvm::Value* v) 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Vectors, loads and stores
+// Vectors
 
 llvm::Value* CodeGenLLVM::emit_ramp(const ir::RampNode* op) {
   DataType et = op->base.dtype();
@@ -346,122 +346,6 @@ llvm::Value* CodeGenLLVM::emit_ramp(const ir::RampNode* op) {
   if (!stride) offsets = builder_.CreateMul(offsets, builder_.CreateVectorSplat(lanes, emit(op->stride)));
   bool nsw = et.is_int() && et.bits >= 32;
   return builder_.CreateAdd(base, offsets, "", false, nsw);
-}
-
-llvm::Value* CodeGenLLVM::buffer_ptr(const ir::Buffer& b) { return lookup_var(b->data.get()); }
-
-llvm::Value* CodeGenLLVM::to_i64_index(llvm::Value* index, DataType index_type) {
-  // GEP sign-extends narrower indices, which is right for signed ones only.
-  if (index_type.is_uint() && index_type.bits < 64)
-    return builder_.CreateZExt(index, llvm_type(DataType::i64(index_type.lanes)));
-  return index;
-}
-
-llvm::Value* CodeGenLLVM::emit_index(const ir::Expr& e) {
-  // Signed 32-bit index arithmetic is nsw, so it may as well be done in 64 bits: sext(a + b)
-  // == sext(a) + sext(b). Doing so here, instead of sign-extending the final i32 sum, gives
-  // addresses LLVM folds into base + constant offset + scaled IV (one broadcast per row of a
-  // GEMM micro-kernel instead of a sext/shift pair).
-  DataType t = e.dtype();
-  if (!(t.is_int() && t.bits == 32 && t.is_scalar())) return to_i64_index(emit(e), t);
-  llvm::Type* i64 = builder_.getInt64Ty();
-  if (const auto* imm = e.as<ir::IntImmNode>()) return llvm::ConstantInt::get(i64, static_cast<uint64_t>(imm->value), true);
-  if (const auto* b = e.as<ir::BinaryNode>()) {
-    if (b->kind == ExprKind::Add) return builder_.CreateAdd(emit_index(b->a), emit_index(b->b), "", false, true);
-    if (b->kind == ExprKind::Sub) return builder_.CreateSub(emit_index(b->a), emit_index(b->b), "", false, true);
-    if (b->kind == ExprKind::Mul) return builder_.CreateMul(emit_index(b->a), emit_index(b->b), "", false, true);
-  }
-  return builder_.CreateSExt(emit(e), i64);
-}
-
-llvm::Value* CodeGenLLVM::element_address(const ir::Buffer& b, llvm::Value* index, DataType index_type) {
-  return builder_.CreateInBoundsGEP(storage_type(b->dtype), buffer_ptr(b), to_i64_index(index, index_type));
-}
-
-llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
-  const ir::Buffer& buf = op->buffer;
-  KILN_USER_CHECK(op->indices.size() == 1) << "kernel '" << kernel_name_ << "': load from '" << buf->name << "' has "
-                                           << op->indices.size() << " indices; run flatten_storage first";
-  const ir::Expr& idx = op->indices[0];
-  DataType t = op->dtype;
-  DataType elem = t.element_of();
-  llvm::Align align(static_cast<uint64_t>(elem.bytes()));
-  llvm::Value* mask = fs_.lane_mask;
-
-  const auto* bc = idx.as<ir::BroadcastNode>();
-  if (t.is_scalar() || bc) {
-    const ir::Expr& sidx = bc ? bc->value : idx;
-    llvm::Value* addr = element_address(buf, emit_index(sidx), DataType::i64());
-    llvm::Value* v = nullptr;
-    if (mask) {
-      // A scalar load inside a masked Select side: load only if some lane chooses that side.
-      llvm::Function* f = fs_.function;
-      llvm::BasicBlock* from = builder_.GetInsertBlock();
-      auto* load_bb = llvm::BasicBlock::Create(ctx_, "load.guarded", f);
-      auto* end_bb = llvm::BasicBlock::Create(ctx_, "load.end", f);
-      builder_.CreateCondBr(builder_.CreateOrReduce(mask), load_bb, end_bb);
-      builder_.SetInsertPoint(load_bb);
-      llvm::Value* loaded = builder_.CreateAlignedLoad(storage_type(elem), addr, align, buf->name);
-      builder_.CreateBr(end_bb);
-      builder_.SetInsertPoint(end_bb);
-      llvm::PHINode* phi = builder_.CreatePHI(loaded->getType(), 2);
-      phi->addIncoming(loaded, load_bb);
-      phi->addIncoming(llvm::Constant::getNullValue(loaded->getType()), from);
-      v = phi;
-    } else {
-      v = builder_.CreateAlignedLoad(storage_type(elem), addr, align, buf->name);
-    }
-    v = from_storage(v, elem);
-    return t.is_scalar() ? v : builder_.CreateVectorSplat(t.lanes, v);
-  }
-
-  KILN_CHECK(idx.dtype().lanes == t.lanes) << "load from '" << buf->name << "': index lanes " << idx.dtype().lanes
-                                           << " != value lanes " << t.lanes;
-  if (mask && llvm::cast<llvm::FixedVectorType>(mask->getType())->getNumElements() != static_cast<unsigned>(t.lanes))
-    mask = nullptr;  // a mask of other lanes says nothing about this access
-  llvm::Type* vty = storage_type(t);
-  llvm::Value* zero = llvm::Constant::getNullValue(vty);
-  llvm::Value* v = nullptr;
-  const auto* ramp = idx.as<ir::RampNode>();
-  if (ramp && ir::is_const_int(ramp->stride, 1)) {
-    llvm::Value* addr = element_address(buf, emit_index(ramp->base), DataType::i64());
-    if (mask) v = builder_.CreateMaskedLoad(vty, addr, align, mask, zero, buf->name);
-    else v = builder_.CreateAlignedLoad(vty, addr, align, buf->name);
-  } else {
-    // Strided or general vector index: a gather (AVX-512/AVX2 have one; elsewhere LLVM
-    // scalarizes it).
-    llvm::Value* ptrs = element_address(buf, emit(idx), idx.dtype());
-    if (!mask) mask = llvm::Constant::getAllOnesValue(llvm_type(DataType::boolean(t.lanes)));
-    v = builder_.CreateMaskedGather(vty, ptrs, align, mask, zero, buf->name);
-  }
-  return from_storage(v, t);
-}
-
-void CodeGenLLVM::emit_store(const ir::BufferStoreNode* op) {
-  const ir::Buffer& buf = op->buffer;
-  KILN_USER_CHECK(op->indices.size() == 1) << "kernel '" << kernel_name_ << "': store to '" << buf->name << "' has "
-                                           << op->indices.size() << " indices; run flatten_storage first";
-  const ir::Expr& idx = op->indices[0];
-  DataType t = op->value.dtype();
-  KILN_USER_CHECK(t.element_of() == buf->dtype) << "kernel '" << kernel_name_ << "': store of " << t.str()
-                                                << " into '" << buf->name << "' of " << buf->dtype.str();
-  llvm::Value* value = to_storage(emit(op->value), t);
-  llvm::Align align(static_cast<uint64_t>(buf->dtype.bytes()));
-  if (t.is_scalar()) {
-    KILN_USER_CHECK(idx.dtype().is_scalar()) << "kernel '" << kernel_name_ << "': scalar store to '" << buf->name
-                                             << "' with a vector index";
-    builder_.CreateAlignedStore(value, element_address(buf, emit_index(idx), DataType::i64()), align);
-    return;
-  }
-  const auto* ramp = idx.as<ir::RampNode>();
-  if (ramp && ir::is_const_int(ramp->stride, 1)) {
-    builder_.CreateAlignedStore(value, element_address(buf, emit_index(ramp->base), DataType::i64()), align);
-    return;
-  }
-  llvm::Value* vidx = emit(idx);
-  if (idx.dtype().is_scalar()) vidx = builder_.CreateVectorSplat(t.lanes, vidx);
-  llvm::Value* ptrs = element_address(buf, vidx, idx.dtype().with_lanes(t.lanes));
-  builder_.CreateMaskedScatter(value, ptrs, align, llvm::Constant::getAllOnesValue(llvm_type(DataType::boolean(t.lanes))));
 }
 
 }  // namespace kiln::codegen::llvm_backend

@@ -3,7 +3,8 @@
 //
 // The work is split by topic over several files, all methods of this one class:
 //   codegen_llvm.cc        functions, types, statements, loops, allocation
-//   codegen_expr.cc        expressions: arithmetic, casts, vectors, loads and stores
+//   codegen_expr.cc        expressions: arithmetic, casts, selects, vectors
+//   codegen_memory.cc      buffer addresses, loads and stores
 //   codegen_intrinsics.cc  calls: math intrinsics, extern calls, address_of
 //   codegen_parallel.cc    outlining of parallel loops onto the runtime thread pool
 #pragma once
@@ -72,14 +73,15 @@ class CodeGenLLVM {
   llvm::Value* emit_select(const ir::SelectNode* op);
   llvm::Value* emit_cast(ir::DataType from, ir::DataType to, llvm::Value* v);
   llvm::Value* emit_ramp(const ir::RampNode* op);
-  llvm::Value* emit_load(const ir::BufferLoadNode* op);
-  void emit_store(const ir::BufferStoreNode* op);
   llvm::Value* make_constant(ir::DataType t, double fvalue, int64_t ivalue, bool is_float);
   // Register <-> memory representation (bool as i8, bf16 as the top half of a float).
   llvm::Value* to_storage(llvm::Value* v, ir::DataType t);
   llvm::Value* from_storage(llvm::Value* v, ir::DataType t);
   // float -> float holding the nearest bf16 (round to nearest even; NaN stays NaN).
   llvm::Value* round_to_bf16(llvm::Value* f);
+  // ---- buffer accesses (codegen_memory.cc)
+  llvm::Value* emit_load(const ir::BufferLoadNode* op);
+  void emit_store(const ir::BufferStoreNode* op);
   // Base pointer of a buffer and the element address for a scalar index.
   llvm::Value* buffer_ptr(const ir::Buffer& b);
   llvm::Value* element_address(const ir::Buffer& b, llvm::Value* index, ir::DataType index_type);
