@@ -12,6 +12,7 @@
 
 #include "kiln/ir/printer.h"
 #include "kiln/ir/transforms.h"
+#include "kiln/ir/verify.h"
 
 using namespace kiln::ir;
 
@@ -180,7 +181,10 @@ std::vector<std::vector<double>> run_func(const PrimFunc& f, size_t num_outputs)
 }
 
 PrimFunc lower(const PrimFunc& f, std::vector<std::string>* notes) {
-  return unroll_loops(vectorize_loops(flatten_storage(f), notes));
+  verify(f);
+  PrimFunc out = unroll_loops(vectorize_loops(flatten_storage(f), notes));
+  verify(out);
+  return out;
 }
 
 }  // namespace
@@ -190,9 +194,10 @@ TEST_CASE("passes preserve a tiled matmul exactly", "[vectorize][unroll][flatten
   Buffer a = Buffer::make("A", DataType::f32(), {M, K});
   Buffer b = Buffer::make("B", DataType::f32(), {K, N});
   Buffer c = Buffer::make("C", DataType::f32(), {M, N});
-  Var i("i"), jo("jo"), ji("ji"), ko("ko"), ki("ki");
+  // Each loop defines its own var (verify checks it): the init and update loops get one each.
+  Var i("i"), jo("jo"), ji_init("ji"), ji("ji"), ko("ko"), ki("ki");
   Expr j = jo * 16 + ji, k = ko * 4 + ki;
-  Stmt init = for_loop(ji, 0, 16, ForKind::Vectorized, buffer_store(c, 0.0f, {i, j}));
+  Stmt init = for_loop(ji_init, 0, 16, ForKind::Vectorized, buffer_store(c, 0.0f, {i, jo * 16 + ji_init}));
   Stmt update = for_loop(ko, 0, K / 4, ForKind::Serial, for_loop(ki, 0, 4, ForKind::Unrolled,
       for_loop(ji, 0, 16, ForKind::Vectorized,
                buffer_store(c, buffer_load(c, {i, j}) + buffer_load(a, {i, k}) * buffer_load(b, {k, j}), {i, j}))));
