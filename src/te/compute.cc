@@ -105,8 +105,9 @@ void check_reductions(const std::string& name, const std::vector<ir::IterVar>& a
     for (size_t a = 0; same_axes && a < r->axis.size(); ++a) same_axes = r->axis[a].same_as(first->axis[a]);
     bool same_sources = r->source.size() == first->source.size();
     for (size_t s = 0; same_sources && s < r->source.size(); ++s) same_sources = r->source[s].same_as(first->source[s]);
-    KILN_USER_CHECK(same_axes && r->combiner == first->combiner && same_sources &&
-                    r->condition.same_as(first->condition))
+    bool same_condition = r->condition.same_as(first->condition) ||
+                          (ir::is_const_int(r->condition, 1) && ir::is_const_int(first->condition, 1));
+    KILN_USER_CHECK(same_axes && r->combiner == first->combiner && same_sources && same_condition)
         << "compute '" << name << "': all bodies must be reductions with identical axes, or none (body " << i
         << " reduces differently from body 0; build multi-output reductions with one te::comm_reduce call)";
     KILN_USER_CHECK(r->value_index == static_cast<int>(i))

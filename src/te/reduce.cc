@@ -79,6 +79,8 @@ std::vector<ir::Expr> comm_reduce(const ir::CommReducer& reducer, std::vector<ir
         << "te::comm_reduce: source " << i << " has type " << sources[i].dtype().str() << " but reducer slot " << i
         << " is " << reducer->lhs[i].dtype().str() << " (body dtype mismatch)";
   }
+  // One condition object shared by every slot, so they read as one reduction.
+  if (!condition.defined()) condition = ir::make_int(ir::DataType::boolean(), 1);
   std::vector<ir::Expr> out;
   for (size_t i = 0; i < sources.size(); ++i) {
     out.push_back(ir::make_reduce(reducer, sources, axis, condition, static_cast<int>(i)));
