@@ -1,0 +1,171 @@
+// Scheduled programs computed by the reference interpreter (test_lower_interp.cc) against plain
+// C++ loops (tests/support/reference.h). Sizes are deliberately not multiples of the split
+// factors, so guards and over-approximated regions are exercised; the interpreter throws on any
+// out-of-bounds access and fills fresh buffers with NaN, so a missed element shows.
+// Tolerance: float32 accumulation against a double reference, |err| <= 1e-5 + 1e-5 * |ref|.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+
+#include "../support/reference.h"
+#include "test_lower_interp.h"
+#include "test_schedule_fixtures.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+using ir::Var;
+
+namespace {
+
+std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+// Runs the lowered function with the given inputs; outputs start as NaN, so each must be written.
+std::vector<std::vector<double>> run(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
+                                     const std::vector<std::vector<float>>& inputs) {
+  ir::PrimFunc f = schedule::lower(s, args, "f");
+  std::vector<std::vector<double>> data;
+  for (size_t i = 0; i < args.size(); ++i) {
+    int64_t n = 1;
+    for (int64_t e : args[i].shape()) n *= e;
+    data.push_back(i < inputs.size() ? to_double(inputs[i]) : std::vector<double>(n, std::nan("")));
+  }
+  interpret(f, data);
+  return data;
+}
+
+using MatmulSchedule = std::function<void(schedule::Schedule&, const Matmul&)>;
+
+void check_matmul(const MatmulSchedule& sched) {
+  const int M = 37, N = 29, K = 19;
+  Matmul m(M, N, K);
+  auto s = schedule::create({m.C});
+  sched(s, m);
+  auto a = ref::random_floats(M * K, 1), b = ref::random_floats(K * N, 2);
+  auto out = run(s, m.args(), {a, b});
+  CHECK(ref::worst_error_ratio(to_float(out[2]), ref::matmul(a, b, M, N, K), 1e-5, 1e-5) <= 1.0);
+}
+
+}  // namespace
+
+TEST_CASE("scheduled matmuls compute the matmul", "[lower]") {
+  SECTION("default") { check_matmul([](schedule::Schedule&, const Matmul&) {}); }
+  SECTION("tile, reduce loop split and moved out, vectorized inner loop") {
+    check_matmul([](schedule::Schedule& s, const Matmul& m) {
+      auto t = s[m.C].tile(s[m.C].op_axis(0), s[m.C].op_axis(1), 8, 16);
+      auto [ko, ki] = s[m.C].split(m.k, 4);
+      s[m.C].reorder({t[0], t[1], ko, t[2], ki, t[3]});
+      s[m.C].vectorize(t[3]);
+      s[m.C].unroll(ki);
+    });
+  }
+  SECTION("split_nparts, fuse and parallel") {
+    check_matmul([](schedule::Schedule& s, const Matmul& m) {
+      auto [jo, ji] = s[m.C].split_nparts(s[m.C].op_axis(1), 4);
+      auto f = s[m.C].fuse(s[m.C].op_axis(0), jo);
+      s[m.C].parallel(f);
+    });
+  }
+  SECTION("cache_write into a local tile with cache_read of both inputs") {
+    check_matmul([](schedule::Schedule& s, const Matmul& m) {
+      auto CL = s.cache_write(m.C, "local");
+      auto t = s[m.C].tile(s[m.C].op_axis(0), s[m.C].op_axis(1), 8, 8);
+      s[CL].compute_at(s[m.C], t[1]);
+      auto [ko, ki] = s[CL].split(s[CL].reduce_axis(0), 5);
+      s[CL].reorder({ko, s[CL].op_axis(0), s[CL].op_axis(1), ki});
+      auto AS = s.cache_read(m.A, "shared", {CL});
+      auto BS = s.cache_read(m.B, "shared", {CL});
+      s[AS].compute_at(s[CL], ko);
+      s[BS].compute_at(s[CL], ko);
+      s[m.C].bind(t[0], "blockIdx.x");
+      s[m.C].bind(t[1], "threadIdx.x");
+    });
+  }
+}
+
+TEST_CASE("a padded convolution computes the reference convolution", "[lower]") {
+  ref::Conv2dShape shape{1, 3, 11, 9, 4, 3, 3};
+  shape.pad = 1;
+  Conv c(3, 11, 9, 4);
+  auto x = ref::random_floats(3 * 11 * 9, 3), w = ref::random_floats(4 * 3 * 9, 4);
+  auto expect = ref::conv2d_nchw(x, w, shape);
+  auto check = [&](const schedule::Schedule& s) {
+    auto out = run(s, c.args(), {x, w});
+    CHECK(ref::worst_error_ratio(to_float(out[2]), expect, 1e-5, 1e-5) <= 1.0);
+  };
+  SECTION("padding at the root") { check(schedule::create({c.Y})); }
+  SECTION("padding inlined") {
+    auto s = schedule::create({c.Y});
+    s[c.P].compute_inline();
+    check(s);
+  }
+  SECTION("padding computed per tile of rows, output tiled through a local cache") {
+    auto s = schedule::create({c.Y});
+    auto YL = s.cache_write(c.Y, "local");
+    auto [yo, yi] = s[c.Y].split(s[c.Y].op_axis(2), 4);
+    auto [xo, xi] = s[c.Y].split(s[c.Y].op_axis(3), 4);
+    s[c.Y].reorder({s[c.Y].op_axis(1), yo, xo, yi, xi});
+    s[YL].compute_at(s[c.Y], xo);
+    s[c.P].compute_at(s[c.Y], xo);
+    s[YL].reorder({s[YL].reduce_axis(0), s[YL].reduce_axis(1), s[YL].op_axis(2), s[YL].reduce_axis(2), s[YL].op_axis(3)});
+    check(s);
+  }
+}
+
+TEST_CASE("elementwise chains with nested attachments", "[lower]") {
+  const int M = 13, N = 7;
+  Chain c(M, N);
+  auto a = ref::random_floats(M * N, 5);
+  std::vector<float> expect(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    float t = a[i] * 2.0f + 1.0f;
+    expect[i] = t * t;
+  }
+  auto s = schedule::create({c.D});
+  auto t = s[c.D].tile(s[c.D].op_axis(0), s[c.D].op_axis(1), 4, 3);
+  s[c.B].compute_at(s[c.D], t[1]);
+  s[c.C].compute_at(s[c.D], t[2]);
+  s[c.C].vectorize(s[c.C].op_axis(1));
+  auto out = run(s, c.args(), {a});
+  CHECK(to_float(out[1]) == expect);  // the same float32 operations: exact
+}
+
+TEST_CASE("argmax as a two-slot reduction, split and reordered", "[lower]") {
+  const int R = 6, L = 23;
+  auto X = te::placeholder({R, L}, kF32, "X");
+  auto r = te::reduce_axis(L, "r");
+  auto am = te::compute_multi(
+      {R}, [&](Var i) { return te::comm_reduce(te::argmax_reducer(ir::DataType::i32(), kF32), {r.var(), X(i, r)}, {r}); },
+      "argmax", {"i"});
+  auto s = schedule::create({am[0], am[1]});
+  auto [ro, ri] = s[am[0]].split(r, 5);
+  s[am[0]].reorder({ro, s[am[0]].op_axis(0), ri});
+  auto x = ref::random_floats(R * L, 6);
+  x[2 * L + 7] = x[2 * L + 19] = 5.0f;  // a tie: the smaller index wins
+  auto out = run(s, {X, am[0], am[1]}, {x});
+  for (int i = 0; i < R; ++i) {
+    int best = 0;
+    for (int j = 1; j < L; ++j) best = x[i * L + j] > x[i * L + best] ? j : best;
+    CHECK(out[1][i] == best);
+    CHECK(out[2][i] == x[i * L + best]);
+  }
+  CHECK(out[1][2] == 7);
+}
+
+TEST_CASE("reductions with a condition and an offset reduce axis", "[lower]") {
+  const int N = 9;
+  auto A = te::placeholder({N, N}, kF32, "A");
+  auto k = te::reduce_axis({1, N - 1}, "k");  // k in [1, N)
+  auto S = te::compute({N}, [&](Var i) { return te::sum(A(i, k), {k}, k <= i); }, "S", {"i"});
+  auto s = schedule::create({S});
+  auto [ko, ki] = s[S].split(k, 4);
+  s[S].reorder({ko, s[S].op_axis(0), ki});
+  auto a = ref::random_floats(N * N, 7);
+  auto out = run(s, {A, S}, {a});
+  for (int i = 0; i < N; ++i) {
+    double acc = 0;
+    for (int j = 1; j <= i; ++j) acc += a[i * N + j];
+    CHECK(std::abs(out[1][i] - acc) <= 1e-5 + 1e-5 * std::abs(acc));
+  }
+}
