@@ -208,9 +208,22 @@ void pass_up_domain(const StageNode& s, const Bounds& b, const ir::arith::Analyz
       if (f.is_single_point()) {
         (*sets)[rel.outer.get()] = IntervalSet::single_point(orr.min + ir::floordiv(f.min, ie));
         (*sets)[rel.inner.get()] = IntervalSet::single_point(ir_.min + ir::floormod(f.min, ie));
-      } else if (covers_zero_based(f, b.ranges.at(rel.fused.get()))) {
+        continue;
+      }
+      if (covers_zero_based(f, b.ranges.at(rel.fused.get()))) {
         (*sets)[rel.outer.get()] = range_set(orr);
         (*sets)[rel.inner.get()] = range_set(ir_);
+        continue;
+      }
+      // A block of the fused loop inside one run of the inner axis (its length divides the
+      // inner extent and it starts at a multiple of its length, as after fuse then split):
+      // one outer point and a contiguous part of the inner axis.
+      auto len = ir::as_const_int(ana.simplify(f.max - f.min + 1));
+      if (len && *len > 0 && const_extent(ir_) % *len == 0 &&
+          ana.can_prove(ir::eq(ir::floormod(f.min, i32(*len)), i32(0)))) {
+        ir::Expr first = ana.simplify(ir_.min + ir::floormod(f.min, ie));
+        (*sets)[rel.outer.get()] = IntervalSet::single_point(ana.simplify(orr.min + ir::floordiv(f.min, ie)));
+        (*sets)[rel.inner.get()] = IntervalSet{first, ana.simplify(first + i32(*len - 1))};
       } else {
         ir::Var fv = rel.fused->var;
         (*sets)[rel.outer.get()] = ana.eval_interval(orr.min + ir::floordiv(fv, ie), {{fv.get(), f}});
