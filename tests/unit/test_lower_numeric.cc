@@ -9,6 +9,8 @@
 #include <functional>
 
 #include "../support/reference.h"
+#include "kiln/ir/transforms.h"
+#include "kiln/ir/verify.h"
 #include "test_lower_interp.h"
 #include "test_schedule_fixtures.h"
 
@@ -22,16 +24,24 @@ std::vector<double> to_double(const std::vector<float>& v) { return std::vector<
 std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
 // Runs the lowered function with the given inputs; outputs start as NaN, so each must be written.
+// The function must be well-formed, and give the very same results after the passes the build
+// driver runs next (flatten_storage, simplify).
 std::vector<std::vector<double>> run(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                                      const std::vector<std::vector<float>>& inputs) {
   ir::PrimFunc f = schedule::lower(s, args, "f");
+  ir::verify(f);
   std::vector<std::vector<double>> data;
   for (size_t i = 0; i < args.size(); ++i) {
     int64_t n = 1;
     for (int64_t e : args[i].shape()) n *= e;
     data.push_back(i < inputs.size() ? to_double(inputs[i]) : std::vector<double>(n, std::nan("")));
   }
+  std::vector<std::vector<double>> flat_data = data;
   interpret(f, data);
+  ir::PrimFunc flat = ir::simplify(ir::flatten_storage(f));
+  ir::verify(flat);
+  interpret(flat, flat_data);
+  for (size_t i = inputs.size(); i < args.size(); ++i) CHECK(flat_data[i] == data[i]);
   return data;
 }
 
