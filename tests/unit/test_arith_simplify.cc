@@ -233,3 +233,11 @@ TEST_CASE("simplify: vector expressions keep their lanes", "[arith][simplify]") 
   Expr c = arith::simplify(r < broadcast(Expr(100), 4));
   CHECK(c.dtype() == DataType::boolean(4));
 }
+
+TEST_CASE("simplify: equality keeps its terms on the left", "[arith][simplify]") {
+  Var x("x"), y("y");
+  CHECK(S(eq(x * -4, y)) == "x*4 + y == 0");
+  CHECK(S(eq(0 - x, 3)) == "x == -3");
+  CHECK(S(ne(3 - x, y)) == "x + y != 3");
+  CHECK(S(floordiv(x, -1)) == "x*-1");
+}

@@ -130,7 +130,11 @@ Expr Rewriter::rw_compare(ExprKind k, const Expr& a, const Expr& b) {
       neg.add_term(term.term, -term.coeff / g);
     }
   }
-  if (pos.terms.empty()) return make_binary(k, make_int(t, c), from_linear(neg));
+  if (pos.terms.empty()) {
+    // Equality is symmetric: keep the terms on the left (x + y == 3 rather than -3 == ...).
+    if (k == ExprKind::EQ || k == ExprKind::NE) return make_binary(k, from_linear(neg), make_int(t, c));
+    return make_binary(k, make_int(t, c), from_linear(neg));
+  }
   neg.add_const(-c);
   if (neg.overflow) return make_binary(k, lhs, rhs);
   return make_binary(k, from_linear(pos), from_linear(neg));

@@ -46,6 +46,7 @@ Expr Rewriter::rw_floordiv(const Expr& a, const Expr& b) {
     const int64_t c = cb->value;
     if (const IntImmNode* ca = as_int_imm(a)) return make_int(t, floordiv_int(ca->value, c));
     if (c == 1) return a;
+    if (c == -1) return rw_linear(ExprKind::Mul, a, make_int(t, -1));
   }
   if (!cb || cb->value <= 0) {
     // Non-constant divisor: only the range rule (0 <= a < b) applies.
