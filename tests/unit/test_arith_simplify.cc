@@ -241,3 +241,26 @@ TEST_CASE("simplify: equality keeps its terms on the left", "[arith][simplify]")
   CHECK(S(ne(3 - x, y)) == "x + y != 3");
   CHECK(S(floordiv(x, -1)) == "x*-1");
 }
+
+TEST_CASE("simplify: output never depends on addresses", "[arith][simplify]") {
+  // The same expression built from variables allocated in different orders (so at different
+  // addresses) prints the same; distinct variables sharing a name keep first-appearance order.
+  auto build = [](bool reverse) {
+    std::vector<Var> vs;
+    const char* names[] = {"c", "a", "d", "b"};
+    if (reverse) {
+      for (int i = 3; i >= 0; --i) vs.insert(vs.begin(), Var(names[i]));
+    } else {
+      for (const char* n : names) vs.emplace_back(n);
+    }
+    return to_string(arith::simplify(vs[0] + vs[1] * 2 + vs[2] + vs[3] * 2 + vs[0] + 1));
+  };
+  CHECK(build(false) == "a*2 + b*2 + c*2 + d + 1");  // coefficient, then name
+  CHECK(build(true) == build(false));
+  std::vector<std::shared_ptr<Var>> keep;  // make later allocations land elsewhere
+  for (int i = 0; i < 100; ++i) keep.push_back(std::make_shared<Var>("pad"));
+  CHECK(build(false) == build(true));
+  Var x1("x"), x2("x");
+  CHECK(S(x2 + x1 + x2) == "x*2 + x_1");
+  CHECK(S(x1 + x2) == "x + x_1");
+}
