@@ -264,3 +264,32 @@ TEST_CASE("simplify: output never depends on addresses", "[arith][simplify]") {
   CHECK(S(x2 + x1 + x2) == "x*2 + x_1");
   CHECK(S(x1 + x2) == "x + x_1");
 }
+
+TEST_CASE("simplify: vector comparisons decided for every lane", "[arith][simplify]") {
+  Analyzer a;
+  Var io("io");
+  a.bind(io, Range(0, 8));
+  Expr guard = ramp(io * 8, 1, 8) < broadcast(Expr(64), 8);
+  CHECK(S(a, guard) == "broadcast(true, 8)");
+  CHECK(S(a, ramp(io * 8, 1, 8) >= broadcast(Expr(64), 8)) == "broadcast(false, 8)");
+  CHECK(S(ramp(io * 8, 1, 8) < broadcast(io * 8 + 8, 8)) == "broadcast(true, 8)");
+  // Negative: the last lane may fail.
+  CHECK(S(a, ramp(io * 8, 1, 8) < broadcast(Expr(60), 8)) ==
+        "ramp(io*8, 1, 8) < broadcast(60, 8)");
+  CHECK(a.simplify(guard).dtype() == DataType::boolean(8));
+}
+
+TEST_CASE("simplify: reduction axes are bound inside the reduction", "[arith][simplify]") {
+  Var k("k"), x("n");
+  Buffer B = Buffer::make("B", DataType::i32(), {64});
+  IterVar kv = IterVar::make(k, Range(0, 4), IterKind::Reduce);
+  Expr r = make_reduce(sum_reducer(DataType::i32()), {buffer_load(B, {x * 4 + floormod(k, 4)}) + floordiv(k, 4)},
+                       {kv}, make_const(DataType::boolean(), 1), 0);
+  std::string s = S(r);
+  INFO(s);
+  CHECK(s == "reduce(x, y => x + y init 0 | B[n*4 + k] | axis k(0, 4))");
+  CHECK(s.find("floordiv") == std::string::npos);
+  CHECK(s.find("floormod") == std::string::npos);
+  // Outside the reduction k is unknown again.
+  CHECK(S(floordiv(k, 4)) == "floordiv(k, 4)");
+}

@@ -188,6 +188,23 @@ Expr Rewriter::visit_let(const LetNode* op, const Expr& self) {
   return let(op->var, value, body);
 }
 
+Expr Rewriter::visit_reduce(const ReduceNode* op, const Expr& self) {
+  // Reduction axes range over their domains inside the reduction.
+  VarMap<IntBound> saved = local_;
+  for (const IterVar& iv : op->axis) {
+    IntBound lo = bound(iv->dom.min);
+    IntBound hi = bound(rw_linear(ExprKind::Sub, rw_linear(ExprKind::Add, iv->dom.min, iv->dom.extent),
+                                  make_int(iv->dom.min.dtype(), 1)));
+    IntBound b;
+    b.min_value = lo.min_value;
+    b.max_value = hi.max_value;
+    local_[iv->var.get()] = b;
+  }
+  Expr r = ExprMutator::visit_reduce(op, self);
+  local_ = saved;
+  return r;
+}
+
 Expr rewrite_simplify(const AnalyzerState& st, const Expr& e) {
   if (!e.defined()) return e;
   Rewriter rw(st);

@@ -15,6 +15,7 @@ Expr Rewriter::rw_vector(ExprKind k, const Expr& a, const Expr& b) {
   const auto* rb = b.as<RampNode>();
   if (ba && bb) return broadcast(rw_binary(k, ba->value, bb->value), ba->lanes);
   if (!a.dtype().element_of().is_int()) return Expr();
+  if (is_comparison(k)) return rw_vector_compare(k, a, b);
   switch (k) {
     case ExprKind::Add: case ExprKind::Sub: {
       if (ra && rb) {
@@ -63,6 +64,29 @@ Expr Rewriter::rw_vector(ExprKind k, const Expr& a, const Expr& b) {
     }
     default: return Expr();
   }
+}
+
+Expr Rewriter::rw_vector_compare(ExprKind k, const Expr& a, const Expr& b) {
+  // Decided when every lane agrees: the lane-wise difference is a ramp or broadcast whose
+  // bound covers all lanes (a vectorized split guard ramp(io*8, 1, 8) < broadcast(64)).
+  if (!(a.as<RampNode>() || a.as<BroadcastNode>()) || !(b.as<RampNode>() || b.as<BroadcastNode>())) {
+    return Expr();
+  }
+  Expr d = rw_vector(ExprKind::Sub, a, b);
+  if (!d.defined() || !(d.as<RampNode>() || d.as<BroadcastNode>())) return Expr();
+  IntBound db = bound(d);
+  std::optional<bool> v;
+  switch (k) {
+    case ExprKind::LT: if (db.max_value < 0) v = true; else if (db.min_value >= 0) v = false; break;
+    case ExprKind::LE: if (db.max_value <= 0) v = true; else if (db.min_value > 0) v = false; break;
+    case ExprKind::GT: if (db.min_value > 0) v = true; else if (db.max_value <= 0) v = false; break;
+    case ExprKind::GE: if (db.min_value >= 0) v = true; else if (db.max_value < 0) v = false; break;
+    case ExprKind::EQ: if (db.min_value > 0 || db.max_value < 0) v = false; break;
+    case ExprKind::NE: if (db.min_value > 0 || db.max_value < 0) v = true; break;
+    default: break;
+  }
+  if (!v) return Expr();
+  return make_const(DataType::boolean(a.dtype().lanes), *v ? 1 : 0);
 }
 
 Expr Rewriter::rw_float(ExprKind k, const Expr& a, const Expr& b) {

@@ -30,6 +30,7 @@ class Rewriter : public ExprMutator {
   // rewrite_vector.cc: Ramp/Broadcast arithmetic (undefined when no rule applies), floats,
   // casts of constants.
   Expr rw_vector(ExprKind k, const Expr& a, const Expr& b);
+  Expr rw_vector_compare(ExprKind k, const Expr& a, const Expr& b);
   Expr rw_float(ExprKind k, const Expr& a, const Expr& b);
   Expr rw_cast(DataType t, const Expr& v);
 
@@ -45,6 +46,7 @@ class Rewriter : public ExprMutator {
   Expr visit_ramp(const RampNode* op, const Expr& self) override;
   Expr visit_broadcast(const BroadcastNode* op, const Expr& self) override;
   Expr visit_let(const LetNode* op, const Expr& self) override;
+  Expr visit_reduce(const ReduceNode* op, const Expr& self) override;
 
  private:
   // Folds floordiv/floormod pairs back into their dividend and x - floordiv(x, c)*c into
