@@ -317,3 +317,43 @@ TEST_CASE("simplify pass: PrimFunc overload and random split nests agree numeric
     }
   }
 }
+
+TEST_CASE("simplify pass: conditions of enclosing ifs are known inside them", "[simplify]") {
+  Buffer A = Buffer::make("A", DataType::i32(), {64});
+  Var io("io"), ii("ii"), n("n");
+  Expr x = io * 8 + ii;
+  SECTION("a repeated guard folds, also as part of a conjunction") {
+    Stmt inner = seq({if_then_else(ii + io * 8 < 60, buffer_store(A, 1, {x})),
+                      if_then_else(x < 60 && ii < n, buffer_store(A, 2, {x}))});
+    Stmt s = for_loop(io, 0, 8, ForKind::Serial,
+                      for_loop(ii, 0, 8, ForKind::Serial, if_then_else(x < 60, inner)));
+    CHECK(to_string(simplify(s)) ==
+          "for (io, 0, 8) {\n"
+          "  for (ii, 0, 8) {\n"
+          "    if (io*8 + ii < 60) {\n"
+          "      A[io*8 + ii] = 1\n"
+          "      if (ii < n) {\n"
+          "        A[io*8 + ii] = 2\n"
+          "      }\n"
+          "    }\n"
+          "  }\n"
+          "}\n");
+  }
+  SECTION("the else branch knows the negation; facts end with their if") {
+    Stmt s = for_loop(io, 0, 8, ForKind::Serial,
+                      seq({if_then_else(io < n, buffer_store(A, 1, {io}),
+                                        if_then_else(io >= n, buffer_store(A, 2, {io}))),
+                           if_then_else(io < n, buffer_store(A, 3, {io}))}));
+    CHECK(to_string(simplify(s)) ==
+          "for (io, 0, 8) {\n"
+          "  if (io < n) {\n"
+          "    A[io] = 1\n"
+          "  } else {\n"
+          "    A[io] = 2\n"
+          "  }\n"
+          "  if (io < n) {\n"
+          "    A[io] = 3\n"
+          "  }\n"
+          "}\n");
+  }
+}

@@ -55,9 +55,17 @@ class StmtSimplifier : public StmtMutator {
   }
 
   Stmt visit_if(const IfThenElseNode* op, const Stmt& self) override {
-    Expr c = mutate(op->condition);
+    Expr c = apply_facts(mutate(op->condition));
     if (auto v = as_const_int(c)) return mutate_stmt(*v ? op->then_case : op->else_case);
-    Stmt t = mutate_stmt(op->then_case), e = mutate_stmt(op->else_case);
+    // Inside the branches the condition (or its negation) is known: a nested copy of the same
+    // guard folds away.
+    size_t depth = facts_.size();
+    add_fact(c);
+    Stmt t = mutate_stmt(op->then_case);
+    facts_.resize(depth);
+    add_fact(ana_.simplify(logical_not(c)));
+    Stmt e = mutate_stmt(op->else_case);
+    facts_.resize(depth);
     if (!t.defined() && !e.defined() && !has_side_effect(c)) return Stmt();
     if (!t.defined()) return if_then_else(ana_.simplify(logical_not(c)), e);
     if (c.same_as(op->condition) && t.same_as(op->then_case) && e.same_as(op->else_case)) return self;
@@ -122,7 +130,36 @@ class StmtSimplifier : public StmtMutator {
   }
 
  private:
+  void add_fact(const Expr& c) {
+    const auto* b = c.as<BinaryNode>();
+    if (b && b->kind == ExprKind::And) {
+      add_fact(b->a);
+      add_fact(b->b);
+    } else {
+      facts_.push_back(c);
+    }
+  }
+
+  // Replaces conjuncts of c known true (or known false) by the enclosing ifs.
+  Expr apply_facts(const Expr& c) {
+    if (facts_.empty() || as_const_int(c)) return c;
+    if (const auto* b = c.as<BinaryNode>(); b && (b->kind == ExprKind::And || b->kind == ExprKind::Or)) {
+      Expr x = apply_facts(b->a), y = apply_facts(b->b);
+      if (x.same_as(b->a) && y.same_as(b->b)) return c;
+      return ana_.simplify(make_binary(b->kind, x, y));
+    }
+    for (const Expr& f : facts_) {
+      if (structural_equal(f, c)) return make_const(DataType::boolean(), 1);
+    }
+    Expr neg = ana_.simplify(logical_not(c));
+    for (const Expr& f : facts_) {
+      if (structural_equal(f, neg)) return make_const(DataType::boolean(), 0);
+    }
+    return c;
+  }
+
   arith::Analyzer ana_;
+  std::vector<Expr> facts_;  // conditions known to hold here (conjuncts of enclosing ifs)
 };
 
 }  // namespace
