@@ -153,3 +153,27 @@ TEST_CASE("IntervalSet helpers", "[arith]") {
   CHECK_FALSE(IntervalSet::everything().is_bounded());
   CHECK_THROWS_AS(IntervalSet::everything().to_range(), kiln::Error);
 }
+
+TEST_CASE("const_int_bound: unsigned wrap-around and narrowing casts give the type's range", "[arith]") {
+  Analyzer a;
+  Var x("x", DataType::u32()), y("y", DataType::u32()), z("z", DataType::i64());
+  a.bind(x, Range(make_int(DataType::u32(), 0), make_int(DataType::u32(), 10)));
+  a.bind(y, Range(make_int(DataType::u32(), 0), make_int(DataType::u32(), 10)));
+  a.bind(z, Range(make_int(DataType::i64(), 0), make_int(DataType::i64(), int64_t{1} << 40)));
+  CHECK(B(a, x + y) == P{0, 18});
+  CHECK(B(a, x - y) == P{0, UINT32_MAX});  // may wrap
+  CHECK(B(a, cast(DataType::i32(), z)) == P{INT32_MIN, INT32_MAX});
+  CHECK(B(a, cast(DataType::i32(), floormod(z, make_int(DataType::i64(), 100)))) == P{0, 99});
+}
+
+TEST_CASE("bind_value: the value is inlined where that makes the result smaller", "[arith]") {
+  Analyzer a;
+  Var io("io"), ii("ii"), t("t");
+  a.bind(io, Range(0, 8));
+  a.bind(ii, Range(0, 8));
+  a.bind_value(t, io * 8 + ii);
+  CHECK(to_string(a.simplify(floordiv(t, 8))) == "io");
+  CHECK(to_string(a.simplify(floormod(t, 8))) == "ii");
+  CHECK(to_string(a.simplify(t + 1)) == "t + 1");  // inlining would only grow it
+  CHECK(a.can_prove(t < 64));
+}

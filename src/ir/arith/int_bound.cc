@@ -63,7 +63,13 @@ class BoundEvaluator {
     const DataType t = e.dtype();
     IntBound tb = type_bound(t.element_of());
     if (t.is_floating() || t.is_handle()) return IntBound();
-    return intersect(eval_raw(e), tb);
+    IntBound raw = eval_raw(e);
+    // Signed index arithmetic is assumed not to overflow (as everywhere in index math), so
+    // the type's range clips the bound. Unsigned arithmetic and narrowing casts wrap around
+    // by definition: a bound leaving the type's range says nothing.
+    bool wraps = t.is_uint() || e.kind() == ExprKind::Cast;
+    if (wraps && (raw.min_value < tb.min_value || raw.max_value > tb.max_value)) return tb;
+    return intersect(raw, tb);
   }
 
  private:

@@ -205,9 +205,9 @@ Expr Rewriter::visit_reduce(const ReduceNode* op, const Expr& self) {
   return r;
 }
 
-Expr rewrite_simplify(const AnalyzerState& st, const Expr& e) {
-  if (!e.defined()) return e;
-  Rewriter rw(st);
+namespace {
+
+Expr simplify_rounds(Rewriter& rw, const Expr& e) {
   Expr cur = rw.mutate(e);
   // A rule can expose work for another one above it (a term that cancels after a division
   // folded); a couple of extra rounds reach the fixpoint in practice, and the cap keeps it
@@ -218,6 +218,30 @@ Expr rewrite_simplify(const AnalyzerState& st, const Expr& e) {
     cur = next;
   }
   return cur;
+}
+
+size_t node_count(const Expr& e) {
+  size_t n = 0;
+  post_order_visit(e, [&n](const Expr&) { ++n; });
+  return n;
+}
+
+}  // namespace
+
+Expr rewrite_simplify(const AnalyzerState& st, const Expr& e) {
+  if (!e.defined()) return e;
+  Rewriter rw(st);
+  Expr cur = simplify_rounds(rw, e);
+  // Let-bound variables with non-trivial values: inlining them helps when the result gets
+  // smaller (let t = io*8 + ii: floordiv(t, 8) -> io), and only then.
+  VarMap<Expr> values;
+  post_order_visit(cur, [&](const Expr& x) {
+    const VarInfo* info = x.as<VarNode>() ? st.find(x.as<VarNode>()) : nullptr;
+    if (info && info->value.defined()) values[x.as<VarNode>()] = info->value;
+  });
+  if (values.empty()) return cur;
+  Expr inlined = simplify_rounds(rw, substitute(cur, values));
+  return node_count(inlined) < node_count(cur) ? inlined : cur;
 }
 
 }  // namespace kiln::ir::arith
