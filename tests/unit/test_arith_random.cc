@@ -165,12 +165,15 @@ void for_each_point(const std::vector<Domain>& doms, Interp& in, F f, size_t i =
 }  // namespace
 
 TEST_CASE("random expressions keep their value through simplify", "[arith][random]") {
-  Var x("x"), y("y"), z("z");
+  Var x("x"), y("y"), z("z"), w("w");
   std::vector<Domain> doms = {{x, -6, 5}, {y, 0, 7}, {z, -3, 9}};
   Analyzer ranged;
   for (const Domain& d : doms) ranged.bind(d.var, Range(Expr(int(d.lo)), Expr(int(d.hi - d.lo + 1))));
+  // w is a let-bound variable: w = x*3 + floordiv(y, 2).
+  Expr w_value = x * 3 + floordiv(y, 2);
+  ranged.bind_value(w, w_value);
   Analyzer free;
-  Gen gen(20240601, {x, y, z});
+  Gen gen(20240601, {x, y, z, w});
   Interp in;
   int checked = 0, changed = 0, not_fixpoint = 0;
   for (int iter = 0; iter < 1500; ++iter) {
@@ -183,6 +186,7 @@ TEST_CASE("random expressions keep their value through simplify", "[arith][rando
     arith::IntBound bound = ranged.const_int_bound(e);
     bool sound = true;
     for_each_point(doms, in, [&] {
+      in.env[w.get()] = *in.eval(w_value);
       auto v0 = in.eval(e);
       if (!v0) return;  // the original divides by zero here: nothing to compare
       auto v1 = in.eval(s1), v2 = in.eval(s2);
