@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "../support/reference.h"
+#include "kiln/testing/reference.h"
 #include "kiln/support/error.h"
 #include "test_lower_interp.h"
 #include "test_schedule_fixtures.h"
