@@ -74,6 +74,9 @@ ir::Expr Tensor::operator()(std::vector<ir::Expr> indices) const {
   for (size_t i = 0; i < indices.size(); ++i) {
     KILN_USER_CHECK(indices[i].defined() && indices[i].dtype().is_integer() && indices[i].dtype().is_scalar())
         << "tensor '" << name() << "': index " << i << " is not a scalar integer expression";
+    // Index arithmetic is int32 like the loop variables (an int64_t literal would otherwise
+    // make a mixed-type subtraction when lowering offsets the index).
+    if (indices[i].dtype() != ir::DataType::i32()) indices[i] = ir::cast(ir::DataType::i32(), indices[i]);
   }
   return ir::producer_load(node_, std::move(indices));
 }

@@ -40,6 +40,7 @@ TEST_CASE("placeholders and computes carry shape, dtype, name and axes", "[te]")
   // Named axes, the vector form, and reads with literal and IterVar-arithmetic indices.
   auto D = te::compute({4, 3}, [&](const std::vector<Var>& v) { return A(v[0] + 1, v[1] * 2); }, "D", {"y", "x"});
   CHECK(ir::to_string(compute_of(D).body[0]) == "A(y + 1, x*2)");
+  CHECK(ir::to_string(A(int64_t{3}, Var("v", ir::DataType::i64()))) == "A(3, int32(v))");  // indices are int32
   auto r = te::reduce_axis({1, 3}, "r");
   CHECK(ir::to_string(r->dom.min) == "1");
   auto E = te::compute({4}, [&](Var p) { return te::max(A(p + r, 0), {r}); }, "E", {"p"});
