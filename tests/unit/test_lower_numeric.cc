@@ -179,3 +179,52 @@ TEST_CASE("reductions with a condition and an offset reduce axis", "[lower]") {
     CHECK(std::abs(out[1][i] - acc) <= 1e-5 + 1e-5 * std::abs(acc));
   }
 }
+
+TEST_CASE("a reduction attached inside its consumer's tile, itself split and reordered", "[lower]") {
+  const int M = 21, N = 18, K = 11;
+  Matmul m(M, N, K);
+  auto E = te::compute({M, N}, [&](Var i, Var j) { return ir::max(m.C(i, j), ir::make_zero(kF32)) + 1.0f; }, "E",
+                       {"ei", "ej"});
+  auto s = schedule::create({E});
+  auto t = s[E].tile(s[E].op_axis(0), s[E].op_axis(1), 8, 4);
+  s[m.C].compute_at(s[E], t[1]);
+  auto [ko, ki] = s[m.C].split(m.k, 3);
+  s[m.C].reorder({ko, s[m.C].op_axis(0), ki, s[m.C].op_axis(1)});
+  auto a = ref::random_floats(M * K, 8), b = ref::random_floats(K * N, 9);
+  auto out = run(s, {m.A, m.B, E}, {a, b});
+  auto c = ref::matmul(a, b, M, N, K);
+  for (float& x : c) x = std::max(x, 0.0f) + 1.0f;
+  CHECK(ref::worst_error_ratio(to_float(out[2]), c, 1e-5, 1e-5) <= 1.0);
+  CHECK_THAT(ir::to_string(schedule::lower(s, {m.A, m.B, E}, "f")),
+             Catch::Matchers::Contains("allocate C: float32[8, 4], global"));
+}
+
+TEST_CASE("a multi-output elementwise stage stores every output, attached and split", "[lower]") {
+  auto X = te::placeholder({10}, kF32, "X");
+  auto two = te::compute_multi({10}, [&](Var i) { return std::vector<ir::Expr>{X(i) + 1.0f, X(i) * 2.0f}; }, "two",
+                               {"t"});
+  auto Y = te::compute({10}, [&](Var i) { return two[0](i) * two[1](i); }, "Y", {"i"});
+  auto s = schedule::create({Y});
+  auto [io, ii] = s[Y].split(s[Y].op_axis(0), 4);
+  s[two[0]].compute_at(s[Y], io);
+  CHECK(lowered_body(s, {X, Y}) ==
+        "for (i.outer, 0, 3) {\n"
+        "  allocate two.v0: float32[4], global\n"
+        "  allocate two.v1: float32[4], global\n"
+        "  for (t, 0, 4) {\n"
+        "    if (i.outer*4 + t < 10) {\n"
+        "      two.v0[t] = X[i.outer*4 + t] + 1f\n"
+        "      two.v1[t] = X[i.outer*4 + t]*2f\n"
+        "    }\n"
+        "  }\n"
+        "  for (i.inner, 0, 4) {\n"
+        "    if (i.outer*4 + i.inner < 10) {\n"
+        "      Y[i.outer*4 + i.inner] = two.v0[i.inner]*two.v1[i.inner]\n"
+        "    }\n"
+        "  }\n"
+        "}\n");
+  std::vector<float> x(10);
+  for (int i = 0; i < 10; ++i) x[i] = 0.25f * i - 1;
+  auto out = run(s, {X, Y}, {x});
+  for (int i = 0; i < 10; ++i) CHECK(out[1][i] == double((x[i] + 1.0f) * (x[i] * 2.0f)));
+}
