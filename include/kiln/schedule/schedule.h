@@ -1,0 +1,154 @@
+// Schedules of te programs, in the style of TVM's te schedules: a Schedule holds one Stage per
+// operation (post-DFS order from the outputs, producers first); each Stage records how its loop
+// nest is to be built (splits, fusions, loop order, loop kinds, where it is computed) without
+// changing what is computed. schedule::lower (lower.h) turns a Schedule into an ir::PrimFunc.
+//
+//   auto s = schedule::create({C});
+//   auto [io, ii] = s[C].split(s[C].op_axis(0), 32);
+//   s[C].reorder({io, s[C].reduce_axis(0), ii});
+//   s[B].compute_at(s[C], io);
+//
+// Every primitive validates its arguments and throws kiln::Error naming the stage and the axis.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kiln/ir/stmt.h"
+#include "kiln/schedule/tensor_intrin.h"
+#include "kiln/te/operation.h"
+
+namespace kiln::schedule {
+
+struct ScheduleNode;
+struct StageNode;
+
+// How a stage's loops derive from its root axes. Split: parent = outer * factor + inner (factor
+// fixed, or nparts fixed and the factor derived from the extent at lowering). Fuse: fused =
+// outer * extent(inner) + inner.
+struct IterVarRelation {
+  enum class Kind { Split, Fuse };
+  Kind kind = Kind::Split;
+  ir::IterVar parent, outer, inner, fused;
+  int64_t factor = 0;  // Split by factor
+  int64_t nparts = 0;  // Split by number of outer parts
+};
+
+// Annotations of one loop.
+struct IterVarAttr {
+  ir::ForKind for_kind = ir::ForKind::Serial;
+  std::string thread_tag;                                 // for ForKind::ThreadBinding
+  std::vector<std::pair<std::string, ir::Expr>> pragmas;  // lowered to AttrStmt "pragma_<key>"
+  std::shared_ptr<const TensorIntrin> tensor_intrin;      // tensorize the nest under this loop
+};
+
+enum class AttachKind : uint8_t { Root, Inline, At };
+
+struct StageNode {
+  te::Operation op;         // what the stage computes now (cache_read/write may replace it)
+  te::Operation origin_op;  // the operation the stage was created for
+  std::vector<ir::IterVar> all_iter_vars;   // root axes first, then every axis a relation made
+  std::vector<ir::IterVar> leaf_iter_vars;  // the loop nest, outermost first
+  std::vector<IterVarRelation> relations;
+  std::unordered_map<const ir::IterVarNode*, IterVarAttr> attrs;
+  AttachKind attach = AttachKind::Root;
+  std::shared_ptr<StageNode> attach_stage;  // for AttachKind::At
+  ir::IterVar attach_ivar;                  // a leaf of attach_stage
+  std::string scope = "global";             // storage scope of the stage's buffer
+  bool is_output = false;
+  std::weak_ptr<ScheduleNode> schedule;
+};
+
+class Stage {
+ public:
+  Stage() = default;
+  explicit Stage(std::shared_ptr<StageNode> n) : node_(std::move(n)) {}
+  bool defined() const { return node_ != nullptr; }
+  StageNode* get() const { return node_.get(); }
+  StageNode* operator->() const { return node_.get(); }
+  const std::shared_ptr<StageNode>& node() const { return node_; }
+  bool same_as(const Stage& o) const { return node_ == o.node_; }
+  const std::string& name() const { return node_->origin_op.name(); }
+
+  // Root data-parallel axes (one per output dimension) and reduce axes of the stage's op.
+  ir::IterVar op_axis(int i) const;
+  std::vector<ir::IterVar> op_axis() const;
+  ir::IterVar reduce_axis(int i) const;
+  std::vector<ir::IterVar> reduce_axis() const;
+  // The loop nest in its current order, outermost first.
+  const std::vector<ir::IterVar>& leaf_axes() const { return node_->leaf_iter_vars; }
+
+  // iv -> (outer, inner) with inner of extent `factor`; a guard handles a non-dividing factor.
+  std::pair<ir::IterVar, ir::IterVar> split(const ir::IterVar& iv, int64_t factor);
+  // iv -> (outer, inner) with outer of extent `nparts`.
+  std::pair<ir::IterVar, ir::IterVar> split_nparts(const ir::IterVar& iv, int64_t nparts);
+  // Splits x and y and orders the four loops xo, yo, xi, yi. Returns {xo, yo, xi, yi}.
+  std::vector<ir::IterVar> tile(const ir::IterVar& x, const ir::IterVar& y, int64_t x_factor, int64_t y_factor);
+  // Fuses two adjacent leaves (outer immediately followed by inner) into one loop.
+  ir::IterVar fuse(const ir::IterVar& outer, const ir::IterVar& inner);
+  // Puts the given leaves in this order, in the positions they occupy now.
+  void reorder(const std::vector<ir::IterVar>& order);
+
+  void vectorize(const ir::IterVar& iv);
+  void unroll(const ir::IterVar& iv);
+  void parallel(const ir::IterVar& iv);
+  // Binds a loop to a GPU thread index: "blockIdx.x", "threadIdx.y", ...
+  void bind(const ir::IterVar& iv, const std::string& thread_tag);
+  // Wraps the loop in AttrStmt "pragma_<key>" = value.
+  void pragma(const ir::IterVar& iv, const std::string& key, ir::Expr value = ir::Expr(1));
+  // Replaces the loop nest under iv (iv and the loops inside it) by a call of `intrin`.
+  void tensorize(const ir::IterVar& iv, const TensorIntrin& intrin);
+
+  // Computes this stage inside `parent`'s loop `iv`, just the region that iteration needs.
+  void compute_at(const Stage& parent, const ir::IterVar& iv);
+  // Substitutes the stage's expression into its consumers; it gets no loops or storage.
+  void compute_inline();
+  // Computes the whole stage at the top level (the default).
+  void compute_root();
+  // Storage scope of the stage's buffer: "global", "local", "shared".
+  void set_scope(const std::string& scope);
+
+ private:
+  std::shared_ptr<StageNode> node_;
+};
+
+struct ScheduleNode {
+  std::vector<te::Tensor> outputs;
+  std::vector<Stage> stages;  // producers before consumers
+  // Every operation a stage ever had (its origin, and ops cache_read/write swapped in) -> stage;
+  // consumers keep reading the tensors they were built with, so lookups go through this.
+  std::unordered_map<const te::OperationNode*, Stage> stage_of_op;
+  std::vector<te::Operation> keep_alive;  // owners of the keys above
+};
+
+class Schedule {
+ public:
+  Schedule() = default;
+  explicit Schedule(std::shared_ptr<ScheduleNode> n) : node_(std::move(n)) {}
+  const std::shared_ptr<ScheduleNode>& node() const { return node_; }
+  ScheduleNode* operator->() const { return node_.get(); }
+
+  // The stage of a tensor's operation (kiln::Error if the tensor is not part of the schedule).
+  Stage operator[](const te::Tensor& t) const;
+  Stage operator[](const te::Operation& op) const;
+  const std::vector<Stage>& stages() const { return node_->stages; }
+  const std::vector<te::Tensor>& outputs() const { return node_->outputs; }
+
+  // A stage "<T>.<scope>" that copies `t` into storage of `scope`; the given readers (tensors
+  // whose operations read t) read the copy instead. Returns the copy.
+  te::Tensor cache_read(const te::Tensor& t, const std::string& scope, const std::vector<te::Tensor>& readers);
+  // A stage "<T>.<scope>" that computes t (its reduction moves there) into storage of `scope`;
+  // t's own stage becomes a copy of it. Must come before t's stage is split/fused/reordered.
+  te::Tensor cache_write(const te::Tensor& t, const std::string& scope);
+
+ private:
+  std::shared_ptr<ScheduleNode> node_;
+};
+
+// One stage per operation reachable from `outputs`, in post-DFS order.
+Schedule create(const std::vector<te::Tensor>& outputs);
+
+}  // namespace kiln::schedule
