@@ -30,7 +30,7 @@ TEST_CASE("elementwise add, scalar loop", "[codegen]") {
   Var i("i");
   Stmt body = for_loop(i, 0, n, ForKind::Serial,
                        buffer_store(c, buffer_load(a, {i}) + buffer_load(b, {i}), {i}));
-  auto m = codegen::build({prim_func("add", {a, b, c}, body)});
+  auto m = test::build({prim_func("add", {a, b, c}, body)});
   auto av = iota_floats(n, 0.25f, -3.f), bv = iota_floats(n, -0.5f, 7.f);
   NDArray A = array_for(a, av), B = array_for(b, bv), C = NDArray::zeros({n}, runtime::dtype_f32());
   test::run(m, "add", {A, B, C});
@@ -46,7 +46,7 @@ TEST_CASE("elementwise add, vector Ramp form", "[codegen]") {
   Expr idx = ramp(io * lanes, 1, lanes);
   Stmt body = for_loop(io, 0, n / lanes, ForKind::Serial,
                        buffer_store(c, buffer_load(a, {idx}) + buffer_load(b, {idx}), {idx}));
-  auto m = codegen::build({prim_func("vadd", {a, b, c}, body)});
+  auto m = test::build({prim_func("vadd", {a, b, c}, body)});
   auto av = iota_floats(n, 1.5f, -100.f), bv = iota_floats(n, -0.125f, 3.f);
   NDArray A = array_for(a, av), B = array_for(b, bv), C = NDArray::zeros({n}, runtime::dtype_f32());
   test::run(m, "vadd", {A, B, C});
@@ -66,7 +66,7 @@ TEST_CASE("leftover Vectorized and Unrolled loops become hinted serial loops", "
   for (int opt : {0, 3}) {
     codegen::BuildOptions o;
     o.opt_level = opt;
-    auto m = codegen::build({prim_func("hinted", {a, c}, body)}, codegen::Target::host(), o);
+    auto m = test::build({prim_func("hinted", {a, c}, body)}, codegen::Target::host(), o);
     if (opt == 0) {
       // Unoptimized, the hints are still visible as loop metadata.
       REQUIRE(test::contains(m.llvm_ir(), "llvm.loop.vectorize.enable"));
@@ -85,7 +85,7 @@ TEST_CASE("pragma_unroll attribute becomes loop metadata", "[codegen]") {
   Stmt body = attr_stmt("pragma_unroll", i, 4, for_loop(i, 0, n, ForKind::Serial, buffer_store(c, i * i, {i})));
   codegen::BuildOptions o;
   o.opt_level = 0;
-  auto m = codegen::build({prim_func("pragma", {c}, body)}, codegen::Target::host(), o);
+  auto m = test::build({prim_func("pragma", {c}, body)}, codegen::Target::host(), o);
   REQUIRE(test::contains(m.llvm_ir(), "llvm.loop.unroll.count"));
   NDArray C = NDArray::zeros({n}, runtime::dtype_i32());
   test::run(m, "pragma", {C});
@@ -102,7 +102,7 @@ TEST_CASE("if/else and nested if without else", "[codegen]") {
       i, 0, n, ForKind::Serial,
       if_then_else(eq(truncmod(i, 3), 0), buffer_store(c, x, {i}),
                    seq({buffer_store(c, neg_x, {i}), if_then_else(i > 90, buffer_store(c, x * 10.f, {i}))})));
-  auto m = codegen::build({prim_func("branchy", {a, c}, body)});
+  auto m = test::build({prim_func("branchy", {a, c}, body)});
   auto av = iota_floats(n, 0.5f, -7.f);
   NDArray A = array_for(a, av), C = NDArray::zeros({n}, runtime::dtype_f32());
   test::run(m, "branchy", {A, C});
@@ -132,7 +132,7 @@ TEST_CASE("select, min and max on floats and ints, scalar and vector", "[codegen
       seq({buffer_store(out, select(vx > vy, vx - vy, vy * 2.f), {r}), buffer_store(out, min(vx, vy), {r + n}),
            buffer_store(out, max(vx, vy), {r + 2 * n}), buffer_store(iout, select(vp < vq, vp, vq * -1), {r}),
            buffer_store(iout, min(vp, vq), {r + n}), buffer_store(iout, max(vp, vq), {r + 2 * n})}));
-  auto m = codegen::build({prim_func("selminmax", {a, b, ia, ib, out, iout}, seq({scalar, vector}))});
+  auto m = test::build({prim_func("selminmax", {a, b, ia, ib, out, iout}, seq({scalar, vector}))});
   std::vector<float> av(n), bv(n);
   std::vector<int32_t> iav(n), ibv(n);
   for (int k = 0; k < n; ++k) {
@@ -160,7 +160,7 @@ TEST_CASE("Let and LetStmt bind values", "[codegen]") {
   Var i("i"), t("t"), u("u");
   Stmt body = for_loop(i, 0, n, ForKind::Serial,
                        let_stmt(t, buffer_load(a, {i}) * 2, buffer_store(c, let(u, t + 1, u * u) - t, {i})));
-  auto m = codegen::build({prim_func("lets", {a, c}, body)});
+  auto m = test::build({prim_func("lets", {a, c}, body)});
   std::vector<int32_t> av(n);
   for (int k = 0; k < n; ++k) av[k] = k * 3 - 20;
   NDArray C = NDArray::zeros({n}, runtime::dtype_i32());
@@ -182,7 +182,7 @@ TEST_CASE("strided and general vector indices gather and scatter", "[codegen]") 
                    buffer_store(c, bcast, {ramp(2 * lanes, 1, lanes)}),
                    // Scatter with stride 2 into S.
                    buffer_store(s, buffer_load(a, {ramp(0, 1, lanes)}) + 1.f, {ramp(3, 2, lanes)})});
-  auto m = codegen::build({prim_func("gathers", {a, idx, c, s}, body)});
+  auto m = test::build({prim_func("gathers", {a, idx, c, s}, body)});
   auto av = iota_floats(n, 1.f, 100.f);
   std::vector<int32_t> iv = {7, 0, 63, 12, 12, 30, 2, 41};
   NDArray C = NDArray::zeros({4 * lanes}, runtime::dtype_f32()), S = NDArray::zeros({n}, runtime::dtype_f32());
@@ -210,7 +210,7 @@ TEST_CASE("bool buffers store one byte per element", "[codegen]") {
                             buffer_store(c, select(buffer_load(m, {i}) || make_intrinsic("isnan", {buffer_load(a, {i})}),
                                                    buffer_load(a, {i}), Expr(-1.f)),
                                          {i}))});
-  auto mod = codegen::build({prim_func("bools", {a, m, c}, body)});
+  auto mod = test::build({prim_func("bools", {a, m, c}, body)});
   auto av = iota_floats(n, 1.f, -10.5f);
   av[3] = std::numeric_limits<float>::quiet_NaN();
   NDArray M = NDArray::zeros({n}, runtime::dtype_bool()), C = NDArray::zeros({n}, runtime::dtype_f32());

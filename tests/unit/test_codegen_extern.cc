@@ -43,7 +43,7 @@ TEST_CASE("extern call with address_of passes element pointers", "[codegen]") {
                                             {make_intrinsic("address_of", {buffer_load(y, {t * tile})}),
                                              make_intrinsic("address_of", {buffer_load(x, {t * tile})}), Expr(2.5f),
                                              Expr(tile)})));
-  auto m = codegen::build({prim_func("tensorized", {x, y}, body)});
+  auto m = test::build({prim_func("tensorized", {x, y}, body)});
   std::vector<float> xv(n), yv(n);
   for (int i = 0; i < n; ++i) xv[i] = float(i), yv[i] = 1.f - float(i);
   NDArray Y = array_for(y, yv);
@@ -58,7 +58,7 @@ TEST_CASE("extern call scalar arguments follow the C ABI, results are usable", "
   Expr call = call_extern(DataType::i64(), "kiln_test_mix",
                           {make_int(DataType::i8(), -5), make_int(DataType::u16(), 65535), Expr(int64_t{123456789012}),
                            Expr(0.5), make_const(DataType::boolean(), 1), make_string("four")});
-  auto m = codegen::build({prim_func("mix", {out}, buffer_store(out, call, {0}))});
+  auto m = test::build({prim_func("mix", {out}, buffer_store(out, call, {0}))});
   NDArray O = NDArray::zeros({1}, runtime::dtype_i64());
   test::run(m, "mix", {O});
   REQUIRE(O.data<int64_t>()[0] == kiln_test_mix(-5, 65535, 123456789012, 0.5, true, "four"));
@@ -66,7 +66,7 @@ TEST_CASE("extern call scalar arguments follow the C ABI, results are usable", "
 
 TEST_CASE("an unresolvable extern function is reported when the kernel is linked", "[codegen]") {
   Buffer out = flat_buffer("OUT", DataType::i32(), 1);
-  auto m = codegen::build({prim_func(
+  auto m = test::build({prim_func(
       "missing", {out}, buffer_store(out, call_extern(DataType::i32(), "kiln_no_such_function_xyz", {}), {0}))});
   REQUIRE_THROWS_WITH(m.get_function("missing"), Catch::Contains("kiln_no_such_function_xyz"));
 }
@@ -93,7 +93,7 @@ TEST_CASE("select does not load what it does not choose", "[codegen]") {
   for (int opt : {0, 3}) {
     codegen::BuildOptions o;
     o.opt_level = opt;
-    auto m = codegen::build({prim_func("guarded", {a, b}, seq({scalar, vector}))}, codegen::Target::host(), o);
+    auto m = test::build({prim_func("guarded", {a, b}, seq({scalar, vector}))}, codegen::Target::host(), o);
     // At O3 LLVM unrolls the loop and drops the masks of all-true/all-false iterations.
     if (opt == 0) REQUIRE(test::contains(m.llvm_ir(), "llvm.masked.load"));
     NDArray B = NDArray::zeros({2 * (n + lanes)}, runtime::dtype_f32());
@@ -112,7 +112,7 @@ TEST_CASE("save_object writes a relocatable ELF that links into a shared library
   const int n = 32;
   Buffer a = flat_buffer("A", DataType::f32(), n), c = flat_buffer("C", DataType::f32(), n);
   Var i("i");
-  auto m = codegen::build({prim_func("aot_scale", {a, c},
+  auto m = test::build({prim_func("aot_scale", {a, c},
                                      for_loop(i, 0, n, ForKind::Serial, buffer_store(c, buffer_load(a, {i}) * 3.f, {i})))});
   std::string dir = "/tmp/kiln_test_codegen_" + std::to_string(getpid());
   std::system(("mkdir -p " + dir).c_str());
@@ -160,7 +160,7 @@ TEST_CASE("a vector multiply-add kernel uses AVX-512 FMAs", "[codegen]") {
   // Written as a separate multiply and add: the `contract` flag must let LLVM fuse them.
   Stmt body = for_loop(v, 0, n / lanes, ForKind::Serial,
                        buffer_store(c, buffer_load(a, {r}) * buffer_load(b, {r}) + buffer_load(c, {r}), {r}));
-  auto m = codegen::build({prim_func("vfma", {a, b, c}, body)}, host);
+  auto m = test::build({prim_func("vfma", {a, b, c}, body)}, host);
   std::string s = m.assembly();
   REQUIRE(test::contains(s, "zmm"));
   REQUIRE(test::contains(s, "vfmadd"));
@@ -176,7 +176,7 @@ TEST_CASE("argument mismatches name the parameter", "[codegen]") {
   Buffer a = flat_buffer("A", DataType::f32(), n), b = flat_buffer("B", DataType::i32(), n),
          c = ir::Buffer::make("C", DataType::f32(), {Expr(4), Expr(4)});
   Var i("i");
-  auto m = codegen::build({prim_func("three", {a, b, c}, for_loop(i, 0, n, ForKind::Serial,
+  auto m = test::build({prim_func("three", {a, b, c}, for_loop(i, 0, n, ForKind::Serial,
                                                                   buffer_store(c, buffer_load(a, {i}), {i})))});
   NDArray A = NDArray::zeros({n}, runtime::dtype_f32()), B = NDArray::zeros({n}, runtime::dtype_i32()),
           C = NDArray::zeros({4, 4}, runtime::dtype_f32());
@@ -204,26 +204,26 @@ TEST_CASE("IR the CPU backend cannot compile is rejected with a named culprit", 
   Buffer a = flat_buffer("A", DataType::f32(), 16);
   Var tx("tx");
   Stmt bound = for_loop(tx, 0, 16, ForKind::ThreadBinding, buffer_store(a, Expr(1.f), {tx}), "threadIdx.x");
-  REQUIRE_THROWS_WITH(codegen::build({prim_func("gpu", {a}, bound)}),
+  REQUIRE_THROWS_WITH(test::build({prim_func("gpu", {a}, bound)}),
                       Catch::Contains("'tx'") && Catch::Contains("threadIdx.x") && Catch::Contains("CUDA"));
 
   Buffer a2 = ir::Buffer::make("A2", DataType::f32(), {Expr(4), Expr(4)});
   Stmt multi = buffer_store(a2, Expr(1.f), {Expr(1), Expr(2)});
-  REQUIRE_THROWS_WITH(codegen::build({prim_func("unflat", {a2}, multi)}),
+  REQUIRE_THROWS_WITH(test::build({prim_func("unflat", {a2}, multi)}),
                       Catch::Contains("'A2'") && Catch::Contains("flatten_storage"));
 
   Stmt unknown = buffer_store(a, make_intrinsic("frobnicate", {Expr(1.f)}), {Expr(0)});
-  REQUIRE_THROWS_WITH(codegen::build({prim_func("unk", {a}, unknown)}), Catch::Contains("'frobnicate'"));
+  REQUIRE_THROWS_WITH(test::build({prim_func("unk", {a}, unknown)}), Catch::Contains("'frobnicate'"));
 
   Stmt ok = buffer_store(a, Expr(1.f), {Expr(0)});
-  REQUIRE_THROWS_WITH(codegen::build({prim_func("twice", {a}, ok), prim_func("twice", {a}, ok)}),
+  REQUIRE_THROWS_WITH(test::build({prim_func("twice", {a}, ok), prim_func("twice", {a}, ok)}),
                       Catch::Contains("'twice'"));
 
   // A Reduce left in the IR is a compiler bug (lowering removes it): an internal error.
   Var k("k");
   Expr reduce = make_reduce(sum_reducer(DataType::f32()), {buffer_load(a, {k})},
                             {IterVar::make(k, Range(0, 16), IterKind::Reduce)}, make_const(DataType::boolean(), 1), 0);
-  REQUIRE_THROWS_AS(codegen::build({prim_func("red", {a}, buffer_store(a, reduce, {Expr(0)}))}), kiln::InternalError);
+  REQUIRE_THROWS_AS(test::build({prim_func("red", {a}, buffer_store(a, reduce, {Expr(0)}))}), kiln::InternalError);
 }
 
 TEST_CASE("Target parses, prints and detects the host", "[codegen]") {
@@ -243,7 +243,7 @@ TEST_CASE("Target parses, prints and detects the host", "[codegen]") {
   REQUIRE_THROWS_WITH(codegen::Target::parse("llvm -O3"), Catch::Contains("'-O3'"));
   REQUIRE_THROWS_WITH(codegen::Target::parse("cuda"), Catch::Contains("'cuda'"));
   Buffer a = flat_buffer("A", DataType::f32(), 4);
-  REQUIRE_THROWS_WITH(codegen::build({prim_func("k", {a}, buffer_store(a, Expr(1.f), {Expr(0)}))},
+  REQUIRE_THROWS_WITH(test::build({prim_func("k", {a}, buffer_store(a, Expr(1.f), {Expr(0)}))},
                                      codegen::Target::parse("llvm -mcpu=no-such-cpu")),
                       Catch::Contains("no-such-cpu"));
 }
@@ -251,7 +251,7 @@ TEST_CASE("Target parses, prints and detects the host", "[codegen]") {
 TEST_CASE("cross-compiling for another triple gives objects but no JIT", "[codegen]") {
   Buffer a = flat_buffer("A", DataType::f32(), 64);
   Var i("i");
-  auto m = codegen::build({prim_func("k", {a}, for_loop(i, 0, 64, ForKind::Serial, buffer_store(a, Expr(2.f), {i})))},
+  auto m = test::build({prim_func("k", {a}, for_loop(i, 0, 64, ForKind::Serial, buffer_store(a, Expr(2.f), {i})))},
                           codegen::Target::parse("llvm -mtriple=aarch64-linux-gnu"));
   const std::string& obj = m.object_code();
   REQUIRE(obj.compare(0, 4, "\x7f" "ELF") == 0);
@@ -267,7 +267,7 @@ TEST_CASE("dump options print the LLVM IR and assembly", "[codegen]") {
   o.dump_asm = true;
   std::ostringstream captured;
   std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
-  auto m = codegen::build({prim_func("dumped", {a}, buffer_store(a, Expr(1.f), {Expr(0)}))}, codegen::Target::host(), o);
+  auto m = test::build({prim_func("dumped", {a}, buffer_store(a, Expr(1.f), {Expr(0)}))}, codegen::Target::host(), o);
   std::cerr.rdbuf(old);
   REQUIRE(test::contains(captured.str(), "define i32 @dumped(ptr"));
   REQUIRE(test::contains(captured.str(), "dumped:"));  // the assembly label
@@ -279,7 +279,7 @@ TEST_CASE("fast_math builds and computes the same simple results", "[codegen]") 
   Var i("i");
   codegen::BuildOptions o;
   o.fast_math = true;
-  auto m = codegen::build({prim_func("sum", {a, c}, seq({buffer_store(c, Expr(0.f), {Expr(0)}),
+  auto m = test::build({prim_func("sum", {a, c}, seq({buffer_store(c, Expr(0.f), {Expr(0)}),
                                                          for_loop(i, 0, n, ForKind::Serial,
                                                                   buffer_store(c, buffer_load(c, {Expr(0)}) + buffer_load(a, {i}), {Expr(0)}))}))},
                           codegen::Target::host(), o);

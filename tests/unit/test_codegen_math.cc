@@ -48,7 +48,7 @@ std::vector<float> spread(int n, float lo, float hi) {
 std::vector<float> run_unary(const std::string& intrin, const std::vector<float>& x) {
   int n = static_cast<int>(x.size());
   Buffer in = flat_buffer("X", DataType::f32(), n), out = flat_buffer("Y", DataType::f32(), n);
-  auto m = codegen::build({map_func("k", {in}, out, n, [&](const std::vector<Expr>& a) { return make_intrinsic(intrin, {a[0]}); })});
+  auto m = test::build({map_func("k", {in}, out, n, [&](const std::vector<Expr>& a) { return make_intrinsic(intrin, {a[0]}); })});
   NDArray Y = NDArray::zeros({n}, runtime::dtype_f32());
   test::run(m, "k", {array_for(in, x), Y});
   return Y.to_vector<float>();
@@ -151,8 +151,8 @@ TEST_CASE("binary and ternary intrinsics, float64 tanh/erf through libm", "[code
   const int n = 200;
   Buffer a = flat_buffer("A", DataType::f32(), n), b = flat_buffer("B", DataType::f32(), n),
          c = flat_buffer("C", DataType::f32(), n), y = flat_buffer("Y", DataType::f32(), n);
-  auto pow_m = codegen::build({map_func("k", {a, b}, y, n, [](auto& v) { return make_intrinsic("pow", {v[0], v[1]}); })});
-  auto fma_m = codegen::build({map_func("k", {a, b, c}, y, n, [](auto& v) { return make_intrinsic("fma", {v[0], v[1], v[2]}); })});
+  auto pow_m = test::build({map_func("k", {a, b}, y, n, [](auto& v) { return make_intrinsic("pow", {v[0], v[1]}); })});
+  auto fma_m = test::build({map_func("k", {a, b, c}, y, n, [](auto& v) { return make_intrinsic("fma", {v[0], v[1], v[2]}); })});
   auto av = spread(n, 0.1f, 10.f), bv = spread(n, -3.f, 3.f), cv = spread(n, 5.f, -5.f);
   NDArray Y = NDArray::zeros({n}, runtime::dtype_f32());
   test::run(pow_m, "k", {array_for(a, av), array_for(b, bv), Y});
@@ -167,7 +167,7 @@ TEST_CASE("binary and ternary intrinsics, float64 tanh/erf through libm", "[code
   std::vector<double> dv(n);
   for (int i = 0; i < n; ++i) dv[i] = -4.0 + 8.0 * i / (n - 1);
   for (const char* fn : {"tanh", "erf"}) {
-    auto m = codegen::build({map_func("k", {d}, dy, n, [&](auto& v) { return make_intrinsic(fn, {v[0]}); })});
+    auto m = test::build({map_func("k", {d}, dy, n, [&](auto& v) { return make_intrinsic(fn, {v[0]}); })});
     NDArray DY = NDArray::zeros({n}, runtime::dtype_f64());
     test::run(m, "k", {array_for(d, dv), DY});
     for (int i = 0; i < n; ++i)
@@ -185,7 +185,7 @@ TEST_CASE("casts between integer, float, half, bfloat16 and bool types", "[codeg
 
   auto convert = [&](DataType to) {
     Buffer out = flat_buffer("O", to, n);
-    auto m = codegen::build({map_func("k", {f32}, out, n, [&](auto& v) { return cast(to.with_lanes(v[0].dtype().lanes), v[0]); })});
+    auto m = test::build({map_func("k", {f32}, out, n, [&](auto& v) { return cast(to.with_lanes(v[0].dtype().lanes), v[0]); })});
     NDArray O = NDArray::zeros({n}, test::dl_type(to));
     test::run(m, "k", {array_for(f32, fv), O});
     return O;
@@ -219,9 +219,9 @@ TEST_CASE("casts between integer, float, half, bfloat16 and bool types", "[codeg
     NDArray h = convert(DataType::f16()), bf = convert(DataType::bf16());
     Buffer hb = flat_buffer("H", DataType::f16(), n), bb = flat_buffer("BB", DataType::bf16(), n);
     Buffer o1 = flat_buffer("O1", DataType::f32(), n), o2 = flat_buffer("O2", DataType::bf16(), n);
-    auto m1 = codegen::build({map_func("k", {hb}, o1, n, [](auto& v) { return cast(DataType::f32(v[0].dtype().lanes), v[0]); })});
+    auto m1 = test::build({map_func("k", {hb}, o1, n, [](auto& v) { return cast(DataType::f32(v[0].dtype().lanes), v[0]); })});
     // bf16 * 3 + 1 stored as bf16: computed in float, rounded once at the store.
-    auto m2 = codegen::build({map_func("k", {bb}, o2, n, [](auto& v) { return v[0] * make_float(DataType::bf16(), 3.0) + make_float(DataType::bf16(), 1.0); })});
+    auto m2 = test::build({map_func("k", {bb}, o2, n, [](auto& v) { return v[0] * make_float(DataType::bf16(), 3.0) + make_float(DataType::bf16(), 1.0); })});
     NDArray O1 = NDArray::zeros({n}, runtime::dtype_f32()), O2 = NDArray::zeros({n}, runtime::dtype_bf16());
     test::run(m1, "k", {h, O1});
     test::run(m2, "k", {bf, O2});
@@ -243,7 +243,7 @@ TEST_CASE("casts between integer, float, half, bfloat16 and bool types", "[codeg
     Buffer i32 = flat_buffer("I", DataType::i32(), n);
     auto conv = [&](DataType to) {
       Buffer out = flat_buffer("O", to, n);
-      auto m = codegen::build({map_func("k", {i32}, out, n, [&](auto& v) { return cast(to.with_lanes(v[0].dtype().lanes), v[0]); })});
+      auto m = test::build({map_func("k", {i32}, out, n, [&](auto& v) { return cast(to.with_lanes(v[0].dtype().lanes), v[0]); })});
       NDArray O = NDArray::zeros({n}, test::dl_type(to));
       test::run(m, "k", {array_for(i32, iv), O});
       return O;
@@ -267,7 +267,7 @@ TEST_CASE("casts between integer, float, half, bfloat16 and bool types", "[codeg
                               buffer_store(o, cast(DataType::i32(), buffer_load(z8, {i})), {i + n}),
                               buffer_store(o, cast(DataType::i32(), buffer_load(bb, {i})), {i + 2 * n}),
                               buffer_store(of, cast(DataType::f32(), buffer_load(bb, {i})), {i})}));
-    auto m = codegen::build({prim_func("widen", {s8, z8, bb, o, of}, body)});
+    auto m = test::build({prim_func("widen", {s8, z8, bb, o, of}, body)});
     NDArray O = NDArray::zeros({3 * n}, runtime::dtype_i32()), OF = NDArray::zeros({n}, runtime::dtype_f32());
     test::run(m, "widen", {i8, u8, bl, O, OF});
     for (int k = 0; k < n; ++k) {
@@ -301,7 +301,7 @@ TEST_CASE("floordiv and floormod on negative values, truncdiv and truncmod", "[c
                      for_loop(i, n / 2, n / 2, ForKind::Serial,
                               seq({buffer_store(q, fq(buffer_load(a, {i}), div_of(i)), {i}),
                                    buffer_store(r, fr(buffer_load(a, {i}), div_of(i)), {i})}))});
-    auto m = codegen::build({prim_func("divs", {a, b, q, r}, body)});
+    auto m = test::build({prim_func("divs", {a, b, q, r}, body)});
     NDArray Q = NDArray::zeros({n}, runtime::dtype_i32()), R = NDArray::zeros({n}, runtime::dtype_i32());
     test::run(m, "divs", {array_for(a, av), array_for(b, bv), Q, R});
     for (int k = 0; k < n; ++k) {
@@ -331,7 +331,7 @@ TEST_CASE("floordiv by a constant on int64", "[codegen]") {
                        buffer_store(q, floordiv(buffer_load(a, {i}), Expr(int64_t{6})) * Expr(int64_t{100}) +
                                            floormod(buffer_load(a, {i}), Expr(int64_t{6})),
                                     {i}));
-  auto m = codegen::build({prim_func("div64", {a, q}, body)});
+  auto m = test::build({prim_func("div64", {a, q}, body)});
   std::vector<int64_t> av(n);
   for (int k = 0; k < n; ++k) av[k] = (k - 20) * 1000000007LL;
   NDArray Q = NDArray::zeros({n}, runtime::dtype_i64());

@@ -47,7 +47,7 @@ TEST_CASE("parallel loop writes every element at several thread counts", "[codeg
                                                          cast(DataType::f32(), i),
                                                   {j * n + i}))),
                    for_loop(i, rows * n, 5, ForKind::Parallel, buffer_store(c, cast(DataType::f32(), i), {i}))});
-  auto m = codegen::build({prim_func("par", {a, c}, body)});
+  auto m = test::build({prim_func("par", {a, c}, body)});
   REQUIRE(test::contains(m.llvm_ir(), "@kiln_parallel_for"));
   auto av = ramp_floats(n, 3.f);
   for (int threads : {1, 2, 3, 7}) {
@@ -74,7 +74,7 @@ TEST_CASE("parallel loop nested in a parallel loop runs serially inside", "[code
   Var r("r"), k("k");
   Stmt body = for_loop(r, 0, rows, ForKind::Parallel,
                        for_loop(k, 0, cols, ForKind::Parallel, buffer_store(c, r * 1000 + k, {r * cols + k})));
-  auto m = codegen::build({prim_func("nested", {c}, body)});
+  auto m = test::build({prim_func("nested", {c}, body)});
   // One fork/join site: the inner loop is a plain loop inside the outlined body.
   REQUIRE(count(m.llvm_ir(), "call i32 @kiln_parallel_for") == 1);
   NDArray C = NDArray::zeros({rows * cols}, runtime::dtype_i32());
@@ -102,8 +102,8 @@ TEST_CASE("reduction into a local allocation lives in registers", "[codegen]") {
                                       buffer_store(c, buffer_load(acc, {all}), {ramp(i * lanes, 1, lanes)})}));
     return for_loop(i, 0, m_rows, outer, per_row);
   };
-  auto serial = codegen::build({prim_func("gemv_serial", {a, b, c}, make(ForKind::Serial))});
-  auto parallel = codegen::build({prim_func("gemv_parallel", {a, b, c}, make(ForKind::Parallel))});
+  auto serial = test::build({prim_func("gemv_serial", {a, b, c}, make(ForKind::Serial))});
+  auto parallel = test::build({prim_func("gemv_parallel", {a, b, c}, make(ForKind::Parallel))});
   // SROA promoted the accumulator: no stack memory left in the optimized kernel.
   REQUIRE_FALSE(test::contains(serial.llvm_ir(), "alloca"));
 
@@ -137,7 +137,7 @@ TEST_CASE("large allocations go to the heap, also inside parallel bodies", "[cod
       r, 0, n / 100, ForKind::Parallel,
       allocate(t, seq({for_loop(j, 0, 100, ForKind::Serial, buffer_store(t, buffer_load(a, {r * 100 + j}) + 1.f, {j})),
                        for_loop(j, 0, 100, ForKind::Serial, buffer_store(c, buffer_load(t, {99 - j}), {n + r * 100 + j}))})));
-  auto m = codegen::build({prim_func("heap", {a, c}, seq({first, second}))});
+  auto m = test::build({prim_func("heap", {a, c}, seq({first, second}))});
   REQUIRE(test::contains(m.llvm_ir(), "@posix_memalign"));
   REQUIRE(test::contains(m.llvm_ir(), "@free"));
   auto av = ramp_floats(n, 5.f);

@@ -24,6 +24,14 @@ inline ir::PrimFunc prim_func(const std::string& name, std::vector<ir::Buffer> p
   return f;
 }
 
+// codegen::build without the IR passes: these tests hand the LLVM code generator exactly the
+// IR they build (hand-written vector IR, leftover loop kinds).
+inline codegen::Module build(const std::vector<ir::PrimFunc>& funcs, const codegen::Target& target = codegen::Target::host(),
+                             codegen::BuildOptions options = codegen::BuildOptions()) {
+  options.run_ir_passes = false;
+  return codegen::build(funcs, target, options);
+}
+
 inline DLDataType dl_type(ir::DataType t) {
   switch (t.code) {
     case ir::TypeCode::Int: return runtime::make_dtype(kDLInt, t.bits);

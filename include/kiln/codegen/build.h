@@ -1,10 +1,14 @@
 // The LLVM CPU backend: compiles loop-level PrimFuncs into native code, runs them in-process
 // through a JIT, and writes relocatable objects for ahead-of-time packaging.
 //
-// Input contract: every PrimFunc has been through flatten_storage, vectorize_loops and
-// unroll_loops (ir/transforms.h): each BufferLoad/BufferStore has exactly one index, vector
-// accesses have a Ramp (or other vector) index. Leftover Vectorized/Unrolled loops become
-// serial loops with LLVM loop hints; ThreadBinding loops are rejected (they need CUDA).
+// build() is the driver from lowered PrimFuncs (schedule::lower) to native code:
+//   flatten_storage -> simplify -> vectorize_loops -> unroll_loops -> simplify -> ir::verify
+//   -> LLVM IR -> O3 -> object code
+// The IR passes are idempotent on IR that has been through them already, and can be turned
+// off (BuildOptions::run_ir_passes). The LLVM code generator's input contract is that IR: each
+// BufferLoad/BufferStore has exactly one index, vector accesses have a Ramp (or other vector)
+// index. Leftover Vectorized/Unrolled loops become serial loops with LLVM loop hints;
+// ThreadBinding loops are rejected (they need CUDA).
 //
 // Each PrimFunc becomes a kernel following runtime/kernel.h:
 //   int32_t NAME(void* const* args, int32_t num_args)
@@ -26,6 +30,11 @@
 namespace kiln::codegen {
 
 struct BuildOptions {
+  // Run the IR passes listed above (and verify their result) before code generation.
+  bool run_ir_passes = true;
+  // Print the IR after each IR pass to stderr (also KILN_DUMP_IR=1), with vectorize_loops'
+  // notes on loops it could not vectorize.
+  bool dump_ir = false;
   // Float ops always carry the `contract` flag (a*b+c may fuse into an FMA, which rounds once:
   // results can differ from separate mul/add in the last bit). fast_math adds reassociation,
   // no-signed-zeros, reciprocal and approximate-function flags; it never assumes no NaN/Inf
@@ -47,12 +56,15 @@ class Module {
   // The kernel named `name`; throws kiln::Error if the module has none. The pointer stays
   // valid while any copy of this Module lives.
   kiln_kernel_fn get_function(const std::string& name) const;
-  // Checks every argument against the PrimFunc's parameters (count; dtype, shape, CPU device,
-  // compactness and 64-byte alignment of each) and throws kiln::Error naming the parameter on
-  // a mismatch; then calls the kernel and throws if it returns non-zero.
+  // Checks every argument against the parameters of the PrimFunc as given to build() (count;
+  // dtype, shape, CPU device, compactness and 64-byte alignment of each; shapes are the
+  // logical, unflattened ones when build() ran flatten_storage) and throws kiln::Error naming
+  // the parameter on a mismatch; then calls the kernel and throws if it returns non-zero.
   void run(const std::string& name, const std::vector<DLTensor*>& args) const;
 
   std::vector<std::string> function_names() const;
+  // The PrimFunc `name` as it went into LLVM code generation (after the IR passes).
+  const ir::PrimFunc& lowered_function(const std::string& name) const;
   const Target& target() const;
   // Text of the optimized LLVM module.
   std::string llvm_ir() const;
