@@ -6,9 +6,10 @@
 //  - a worker that finishes spins briefly on that counter (back-to-back kernels find it awake),
 //    then sleeps on a condition variable; the publisher only takes the mutex and notifies when
 //    someone is actually asleep;
-//  - the caller takes part (it runs task 0 first) and spins, then sleeps, until every task is
-//    done;
-//  - tasks are handed out through an atomic counter, so uneven tasks balance themselves.
+//  - the caller takes part (it runs task 0 first, then claims more like a worker) and spins,
+//    then sleeps, until every task has run; it never waits for a worker that has not claimed
+//    a task, so a worker descheduled on a busy machine does not delay the job;
+//  - tasks are claimed from an atomic ticket, so uneven tasks balance themselves.
 // A nested call (from inside a task) runs its tasks serially on the calling thread: the pool is
 // busy with the outer job, and waiting for it would deadlock.
 #include <algorithm>
@@ -65,31 +66,31 @@ class ThreadPool {
 
   int32_t run(kiln_parallel_body body, void* closure, int32_t num_tasks) {
     std::lock_guard<std::mutex> job_lock(job_mutex_);
-    body_ = body;
-    closure_ = closure;
-    num_tasks_ = num_tasks;
-    next_task_.store(1, std::memory_order_relaxed);  // task 0 is the caller's
+    body_.store(body, std::memory_order_relaxed);
+    closure_.store(closure, std::memory_order_relaxed);
+    num_tasks_.store(num_tasks, std::memory_order_relaxed);
+    completed_.store(0, std::memory_order_relaxed);
     error_.store(0, std::memory_order_relaxed);
-    // Every worker checks in once per generation, whether or not it finds a task, so that the
-    // job fields are not overwritten by the next run while a late worker still reads them.
-    pending_workers_.store(static_cast<int32_t>(workers_.size()), std::memory_order_relaxed);
-    // seq_cst on the bump and on the sleepers_ read (and on the worker's side) rules out the
-    // lost wake-up where we see no sleeper while a worker sees the old generation.
-    generation_.fetch_add(1, std::memory_order_seq_cst);
+    uint64_t gen = ++generation_;
+    // Publishing the ticket publishes the job (release); task 0 is the caller's. seq_cst on it
+    // and on the sleepers_ read (and on the workers' side) rules out a lost wake-up.
+    ticket_.store((gen << 32) | 1u, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(wake_mutex_);
       wake_cv_.notify_all();
     }
 
-    run_task(0);
-    drain_tasks();
+    run_task(body, closure, 0, num_tasks);
+    drain_tasks(gen);
 
-    for (int i = 0; pending_workers_.load(std::memory_order_acquire) != 0; ++i) {
+    // Done when every task has run, whether or not every worker woke up: a descheduled or
+    // sleeping worker never delays the caller (it finds no task left when it gets to run).
+    for (int i = 0; completed_.load(std::memory_order_acquire) != num_tasks; ++i) {
       if (i < kSpinIterations) {
         cpu_relax();
       } else {
         std::unique_lock<std::mutex> lock(done_mutex_);
-        done_cv_.wait(lock, [&] { return pending_workers_.load(std::memory_order_acquire) == 0; });
+        done_cv_.wait(lock, [&] { return completed_.load(std::memory_order_acquire) == num_tasks; });
       }
     }
     return error_.load(std::memory_order_relaxed);
@@ -101,8 +102,8 @@ class ThreadPool {
     num_threads_.store(n, std::memory_order_relaxed);
     stop_flag_.store(false);
     // The generation is read here, not in the new thread: a job published before the thread
-    // gets to run must still count as new to it, or the caller would wait for it forever.
-    uint64_t gen = generation_.load(std::memory_order_acquire);
+    // gets to run must still count as new to it.
+    uint64_t gen = generation_;
     for (int32_t i = 1; i < n; ++i) workers_.emplace_back([this, gen] { worker_loop(gen); });
   }
 
@@ -110,19 +111,20 @@ class ThreadPool {
     {
       std::lock_guard<std::mutex> lock(wake_mutex_);
       stop_flag_.store(true);
-      generation_.fetch_add(1, std::memory_order_release);
+      uint64_t gen = ++generation_;
+      ticket_.store((gen << 32) | 0xffffffffu, std::memory_order_seq_cst);  // a job with no tasks left
       wake_cv_.notify_all();
     }
     for (auto& t : workers_) t.join();
     workers_.clear();
   }
 
-  void run_task(int32_t task) {
+  void run_task(kiln_parallel_body body, void* closure, int32_t task, int32_t num_tasks) {
     bool was_inside = t_inside_task;
     t_inside_task = true;
     int32_t rc;
     try {
-      rc = body_(task, num_tasks_, closure_);
+      rc = body(task, num_tasks, closure);
     } catch (...) {
       // Bodies are C functions; a C++ body that throws must not take the worker down.
       rc = -1;
@@ -132,55 +134,66 @@ class ThreadPool {
       int32_t expected = 0;
       error_.compare_exchange_strong(expected, rc, std::memory_order_relaxed);
     }
+    if (completed_.fetch_add(1, std::memory_order_acq_rel) + 1 == num_tasks) {
+      // The last task: wake the caller if it went to sleep (the lock orders this with its wait).
+      std::lock_guard<std::mutex> lock(done_mutex_);
+      done_cv_.notify_one();
+    }
   }
 
-  void drain_tasks() {
+  // Claims and runs tasks of job `gen` until none is left. The job's fields are read before
+  // the claim and only trusted if the claim (a CAS on the ticket) succeeds: the next job can
+  // only overwrite them once every task of this one has been claimed and run, and then the
+  // ticket has moved on and the CAS fails.
+  void drain_tasks(uint64_t gen) {
     for (;;) {
-      int32_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-      if (task >= num_tasks_) return;
-      run_task(task);
+      uint64_t t = ticket_.load(std::memory_order_acquire);
+      if ((t >> 32) != gen) return;
+      kiln_parallel_body body = body_.load(std::memory_order_relaxed);
+      void* closure = closure_.load(std::memory_order_relaxed);
+      int32_t num_tasks = num_tasks_.load(std::memory_order_relaxed);
+      uint32_t task = static_cast<uint32_t>(t);
+      if (task >= static_cast<uint32_t>(num_tasks)) return;
+      if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
+      run_task(body, closure, static_cast<int32_t>(task), num_tasks);
     }
   }
 
   void worker_loop(uint64_t seen) {
+    auto generation = [&] { return ticket_.load(std::memory_order_seq_cst) >> 32; };
     for (;;) {
-      // Wait for a new generation: spin first, then sleep.
-      uint64_t gen = generation_.load(std::memory_order_acquire);
+      // Wait for a new job: spin first, then sleep.
+      uint64_t gen = generation();
       for (int i = 0; gen == seen && i < kSpinIterations; ++i) {
         cpu_relax();
-        gen = generation_.load(std::memory_order_acquire);
+        gen = generation();
       }
       if (gen == seen) {
         std::unique_lock<std::mutex> lock(wake_mutex_);
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        wake_cv_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+        wake_cv_.wait(lock, [&] { return generation() != seen; });
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
-        gen = generation_.load(std::memory_order_acquire);
+        gen = generation();
       }
       seen = gen;
       if (stop_flag_.load()) return;
-      drain_tasks();
-      if (pending_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        // Last one out wakes the caller if it went to sleep (the lock orders this with its wait).
-        std::lock_guard<std::mutex> lock(done_mutex_);
-        done_cv_.notify_one();
-      }
+      drain_tasks(gen);
     }
   }
 
   std::atomic<int32_t> num_threads_{1};
   std::vector<std::thread> workers_;
-  std::mutex job_mutex_;  // one job at a time (concurrent callers queue up here)
+  std::mutex job_mutex_;     // one job at a time (concurrent callers queue up here)
+  uint64_t generation_ = 0;  // jobs published so far; written under job_mutex_ (or before workers)
 
-  // The current job; written by the caller before the generation bump that publishes it.
-  kiln_parallel_body body_ = nullptr;
-  void* closure_ = nullptr;
-  int32_t num_tasks_ = 0;
-  std::atomic<int32_t> next_task_{0};
+  // The current job. `ticket_` is (generation << 32) | next task to claim.
+  std::atomic<uint64_t> ticket_{0};
+  std::atomic<kiln_parallel_body> body_{nullptr};
+  std::atomic<void*> closure_{nullptr};
+  std::atomic<int32_t> num_tasks_{0};
+  std::atomic<int32_t> completed_{0};
   std::atomic<int32_t> error_{0};
-  std::atomic<int32_t> pending_workers_{0};
 
-  std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_flag_{false};
   std::atomic<int32_t> sleepers_{0};
   std::mutex wake_mutex_;
