@@ -108,6 +108,33 @@ TEST_CASE("select does not load what it does not choose", "[codegen]") {
   munmap(mem, 2 * page);
 }
 
+TEST_CASE("select of loads provably in bounds stays a branch-free select", "[codegen]") {
+  const int n = 64, lanes = 16;
+  Buffer a = flat_buffer("A", DataType::f32(), n), b = flat_buffer("B", DataType::f32(), 2 * n);
+  Var i("i"), v("v");
+  Expr r = ramp(v * lanes, 1, lanes);
+  // The loop ranges prove every index inside A, so both sides may be evaluated eagerly.
+  Stmt scalar = for_loop(i, 0, n, ForKind::Serial,
+                         buffer_store(b, select(eq(truncmod(i, 3), 0), buffer_load(a, {i}), Expr(-1.f)), {i}));
+  Stmt vector = for_loop(v, 0, n / lanes, ForKind::Serial,
+                         buffer_store(b, select(buffer_load(a, {r}) > broadcast(Expr(0.f), lanes), buffer_load(a, {r}),
+                                                broadcast(Expr(0.f), lanes)),
+                                      {r + n}));
+  codegen::BuildOptions o;
+  o.opt_level = 0;
+  auto m = test::build({prim_func("safe_select", {a, b}, seq({scalar, vector}))}, codegen::Target::host(), o);
+  CHECK_FALSE(test::contains(m.llvm_ir(), "sel.true"));
+  CHECK_FALSE(test::contains(m.llvm_ir(), "masked.load"));
+  std::vector<float> av(n);
+  for (int k = 0; k < n; ++k) av[k] = float(k % 5) - 2.f;
+  NDArray B = NDArray::zeros({2 * n}, runtime::dtype_f32());
+  test::run(m, "safe_select", {array_for(a, av), B});
+  for (int k = 0; k < n; ++k) {
+    REQUIRE(B.data<float>()[k] == (k % 3 == 0 ? av[k] : -1.f));
+    REQUIRE(B.data<float>()[n + k] == std::max(av[k], 0.f));
+  }
+}
+
 TEST_CASE("save_object writes a relocatable ELF that links into a shared library", "[codegen]") {
   const int n = 32;
   Buffer a = flat_buffer("A", DataType::f32(), n), c = flat_buffer("C", DataType::f32(), n);

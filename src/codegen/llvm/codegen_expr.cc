@@ -47,10 +47,30 @@ float round_to_bf16_host(float f) {
 
 }  // namespace
 
-bool CodeGenLLVM::may_trap(const ir::Expr& e) {
+bool CodeGenLLVM::provably_in_bounds(const ir::BufferLoadNode* load) const {
+  if (load->indices.size() != 1 || load->buffer->shape.size() != 1) return false;
+  auto extent = ir::as_const_int(load->buffer->shape[0]);
+  if (!extent) return false;
+  const ir::Expr& idx = load->indices[0];
+  auto inside = [&](const ir::Expr& e) {
+    ir::arith::IntBound b = analyzer_.const_int_bound(e);
+    return b.min_value >= 0 && b.max_value < *extent;
+  };
+  if (idx.dtype().is_scalar()) return inside(idx);
+  if (const auto* r = idx.as<ir::RampNode>()) {
+    // Both ends of the ramp (the ramp is linear, so everything between is inside too).
+    ir::Expr last = r->base + r->stride * ir::make_int(r->stride.dtype(), r->lanes - 1);
+    return inside(r->base) && inside(last);
+  }
+  if (const auto* b = idx.as<ir::BroadcastNode>()) return inside(b->value);
+  return false;
+}
+
+bool CodeGenLLVM::may_trap(const ir::Expr& e) const {
   bool trap = false;
   ir::post_order_visit(e, [&](const ir::Expr& x) {
-    if (x.as<ir::BufferLoadNode>()) trap = true;
+    if (trap) return;
+    if (const auto* l = x.as<ir::BufferLoadNode>(); l && !provably_in_bounds(l)) trap = true;
     if (const auto* c = x.as<ir::CallNode>(); c && c->call_kind == ir::CallKind::Extern) trap = true;
     if (const auto* b = x.as<ir::BinaryNode>()) {
       bool int_div = b->kind == ExprKind::Div || b->kind == ExprKind::Mod || b->kind == ExprKind::FloorDiv ||

@@ -357,6 +357,7 @@ void CodeGenLLVM::emit_for(const ir::ForNode* op) {
   llvm::Value* begin = emit_cast(op->min.dtype(), t, emit(op->min));
   llvm::Value* extent = emit_cast(op->extent.dtype(), t, emit(op->extent));
   llvm::Value* end = builder_.CreateAdd(begin, extent, name + ".end", !t.is_int(), t.is_int());
+  analyzer_.bind(op->loop_var, ir::Range(op->min, op->extent));
   emit_loop(begin, end, t.is_int(), name, loop_metadata(hints.vectorize, hints.unroll), [&](llvm::Value* iv) {
     llvm::Value* prev = bind(op->loop_var.get(), iv);
     emit_stmt(op->body);

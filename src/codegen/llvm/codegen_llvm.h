@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kiln/ir/arith.h"
 #include "kiln/ir/expr.h"
 #include "kiln/ir/stmt.h"
 
@@ -88,9 +89,11 @@ class CodeGenLLVM {
   llvm::Value* to_i64_index(llvm::Value* index, ir::DataType index_type);
   // A scalar index computed in 64 bits (see codegen_expr.cc).
   llvm::Value* emit_index(const ir::Expr& index);
-  // True if evaluating e could fault (a load) or has side effects (an extern call), so
-  // a Select must not evaluate it for lanes/cases that do not choose it.
-  static bool may_trap(const ir::Expr& e);
+  // True if evaluating e could fault (a load not provably in bounds, an integer division by a
+  // possibly-zero divisor) or has side effects (an extern call), so a Select must not evaluate
+  // it for lanes/cases that do not choose it.
+  bool may_trap(const ir::Expr& e) const;
+  bool provably_in_bounds(const ir::BufferLoadNode* load) const;
 
   // ---- calls (codegen_intrinsics.cc)
   llvm::Value* emit_call(const ir::CallNode* op);
@@ -123,6 +126,9 @@ class CodeGenLLVM {
   llvm::IRBuilder<> builder_;
   CodeGenOptions options_;
   FunctionState fs_;
+  // Ranges of the loop variables around the code being emitted (loop vars are defined once
+  // per function, so bindings never need to be undone); proves loads in bounds.
+  ir::arith::Analyzer analyzer_;
   std::string kernel_name_;
   int num_outlined_ = 0;
   // Data vars of buffers that own their memory (parameters, allocations): their pointers may

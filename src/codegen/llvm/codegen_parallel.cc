@@ -143,6 +143,7 @@ void CodeGenLLVM::emit_parallel_for(const ir::ForNode* op) {
     llvm::Value* hi = imin(builder_.CreateAdd(lo, chunk), bext);
     llvm::Value* begin = builder_.CreateAdd(bmin, lo, name + ".begin", !is_signed, is_signed);
     llvm::Value* end = builder_.CreateAdd(bmin, hi, name + ".end", !is_signed, is_signed);
+    analyzer_.bind(op->loop_var, ir::Range(op->min, op->extent));
     emit_loop(begin, end, is_signed, name, nullptr, [&](llvm::Value* iv) {
       bind(op->loop_var.get(), iv);
       emit_stmt(op->body);
