@@ -149,3 +149,24 @@ TEST_CASE("large allocations go to the heap, also inside parallel bodies", "[cod
     REQUIRE(C.data<float>()[n + k] == av[row * 100 + 99 - col] + 1.f);
   }
 }
+
+TEST_CASE("a parallel body captures let-bound scalars and vectors", "[codegen]") {
+  RestoreThreads restore;
+  kiln_set_num_threads(2);
+  const int n = 40, lanes = 16;
+  Buffer a = flat_buffer("A", DataType::f32(), lanes), c = flat_buffer("C", DataType::f32(), n * lanes);
+  Var scale("scale", DataType::f32()), row("row", DataType::f32(lanes)), i("i");
+  Stmt body = let_stmt(
+      scale, buffer_load(a, {Expr(3)}) * 2.f,
+      let_stmt(row, buffer_load(a, {ramp(0, 1, lanes)}) * broadcast(scale, lanes),
+               for_loop(i, 0, n, ForKind::Parallel,
+                        buffer_store(c, row + broadcast(cast(DataType::f32(), i), lanes), {ramp(i * lanes, 1, lanes)}))));
+  auto m = test::build({prim_func("captures", {a, c}, body)});
+  std::vector<float> av(lanes);
+  for (int l = 0; l < lanes; ++l) av[l] = 0.5f * l - 1.f;
+  NDArray C = NDArray::zeros({n * lanes}, runtime::dtype_f32());
+  test::run(m, "captures", {array_for(a, av), C});
+  float s = av[3] * 2.f;
+  for (int r = 0; r < n; ++r)
+    for (int l = 0; l < lanes; ++l) REQUIRE(C.data<float>()[r * lanes + l] == av[l] * s + float(r));
+}

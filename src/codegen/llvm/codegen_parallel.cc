@@ -16,6 +16,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "codegen_llvm.h"
@@ -81,7 +82,9 @@ void CodeGenLLVM::emit_parallel_for(const ir::ForNode* op) {
   for (llvm::Value* v : values) fields.push_back(v->getType());
 
   llvm::StructType* closure_ty = llvm::StructType::get(ctx_, fields);
-  llvm::AllocaInst* closure = entry_alloca(closure_ty, name + ".closure", 8);
+  // Aligned for its most aligned field (a captured vector value wants 64 bytes).
+  uint64_t closure_align = std::max<uint64_t>(8, module_->getDataLayout().getABITypeAlign(closure_ty).value());
+  llvm::AllocaInst* closure = entry_alloca(closure_ty, name + ".closure", closure_align);
   for (size_t i = 0; i < values.size(); ++i)
     builder_.CreateStore(values[i], builder_.CreateStructGEP(closure_ty, closure, static_cast<unsigned>(i)));
 
