@@ -116,6 +116,10 @@ void CostModel::add(const std::string& group, const std::vector<std::vector<floa
     KILN_USER_CHECK(row.size() == impl_->num_features && !row.empty())
         << "cost model samples of '" << group << "': a feature vector of length " << row.size() << ", expected "
         << impl_->num_features;
+    for (size_t i = 0; i < row.size(); ++i) {
+      // XGBoost rejects infinities (NaN would silently mean "missing").
+      KILN_USER_CHECK(std::isfinite(row[i])) << "cost model samples of '" << group << "': feature " << i << " is " << row[i];
+    }
   }
   auto it = std::find_if(impl_->groups.begin(), impl_->groups.end(), [&](const Impl::Group& g) { return g.name == group; });
   if (it == impl_->groups.end()) {

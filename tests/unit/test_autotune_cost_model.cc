@@ -84,6 +84,9 @@ TEST_CASE("cost model: ranks held-out samples of a known function", "[autotune][
   // Bad inputs name what is wrong.
   CHECK_THROWS_AS(model.predict({std::vector<float>(3, 0.f)}), kiln::Error);
   CHECK_THROWS_AS(model.add("task_a", {std::vector<float>(kDims, 0.f)}, {}), kiln::Error);
+  std::vector<float> inf_row(kDims, 0.f);
+  inf_row[2] = -INFINITY;
+  CHECK_THROWS_WITH(model.add("task_a", {inf_row}, {1.0}), Catch::Contains("feature 2 is -inf"));
 }
 
 TEST_CASE("cost model: retraining as measurements arrive improves the ranking", "[autotune][cost_model]") {
