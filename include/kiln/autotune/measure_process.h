@@ -48,7 +48,8 @@ TimingResult time_function(const std::function<void()>& fn, const TimerOptions& 
 
 // Size of the last-level CPU cache (sysconf, then sysfs, else 32 MiB).
 size_t last_level_cache_bytes();
-// Evicts the caches by writing and reading back `bytes` of memory.
+// Evicts the caches by writing and reading back `bytes` of memory (one static buffer: not for
+// concurrent use; the tuner measures one candidate at a time).
 void flush_cpu_cache(size_t bytes);
 
 }  // namespace kiln::autotune
