@@ -1,0 +1,71 @@
+// The explorer decides which configurations to measure next. Simulated annealing over the
+// config space, scored by a scoring function (the cost model's prediction on the candidate's
+// features), in several chains that persist between batches; the best-scored points never
+// measured before make the batch, kept diverse (no near-duplicates), with a fraction epsilon of
+// uniformly random unmeasured points so that the model's blind spots are still visited.
+// Deterministic for a seed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "kiln/autotune/space_ops.h"
+
+namespace kiln::autotune {
+
+struct ExplorerOptions {
+  uint64_t seed = 0;
+  int num_chains = 8;         // annealing chains, scored together in one call per step
+  int steps = 48;             // annealing steps per chain per batch
+  double t_start = 1.0;       // temperature at the first and last step, in units of the spread
+  double t_end = 0.02;        // of the chains' scores (so any score scale works)
+  double p_neighbour = 0.5;   // mutation: a neighbouring candidate (else a random one)
+  double epsilon = 0.1;       // fraction of each batch drawn at random among unmeasured points
+  size_t diversity = 2;       // batch points differ in at least this many knobs when possible
+  int early_stopping = 0;     // stop after this many trials without a better result (0: never)
+};
+
+class Explorer {
+ public:
+  // Scores points, higher = predicted faster; called with many points at once.
+  using ScoreFn = std::function<std::vector<double>(const std::vector<Point>&)>;
+
+  Explorer(ConfigSpace space, ExplorerOptions options = {});
+
+  // Up to n distinct points never measured (fewer only when the space runs out). With no
+  // score function (no model yet), all are random.
+  std::vector<Point> next_batch(size_t n, const ScoreFn& score);
+
+  // Results of measured points: throughput, higher is better; <= 0 or NaN for a failure. A
+  // measured point is never proposed again, whatever its result.
+  void update(const std::vector<Point>& points, const std::vector<double>& results);
+
+  bool is_measured(const Point& p) const { return measured_.count(p) != 0; }
+  size_t num_measured() const { return measured_.size(); }
+  bool exhausted() const { return measured_.size() >= space_.size(); }
+  // Early stopping: early_stopping trials in a row have not beaten the best result.
+  bool should_stop() const;
+  int trials_since_improvement() const { return since_best_; }
+  double best_result() const { return best_; }
+  const Point& best_point() const { return best_point_; }
+  const ConfigSpace& space() const { return space_; }
+
+ private:
+  std::vector<Point> anneal(const ScoreFn& score);
+  bool random_unmeasured(const std::set<Point>& taken, Point* out);
+
+  ConfigSpace space_;
+  ExplorerOptions opt_;
+  std::mt19937_64 rng_;
+  std::set<Point> measured_;
+  std::vector<Point> chains_;
+  double best_ = 0;
+  Point best_point_;
+  int since_best_ = 0;
+};
+
+}  // namespace kiln::autotune

@@ -1,0 +1,55 @@
+// Measuring candidates without risking the tuner: each runs in a forked child process with a
+// timeout, so a kernel that crashes (a bad schedule reading out of bounds) or hangs is recorded
+// as an error and the tuner goes on. And the timer the child uses: repeated timed runs, each at
+// least a minimum duration, with the CPU caches flushed between runs when asked.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::autotune {
+
+struct IsolatedResult {
+  std::vector<double> values;
+  // Empty on success; otherwise what went wrong: the message of an exception thrown by the
+  // candidate (e.g. a wrong result), "crashed: signal 11 (Segmentation fault)", "timed out
+  // after 2.0 s", "exited with status 3", ...
+  std::string error;
+  double wall_seconds = 0;  // fork to result
+  bool ok() const { return error.empty(); }
+};
+
+// Runs fn in a forked child and returns its values (sent back through a pipe) or the error.
+// The child is a copy of the calling thread only: fn must not rely on other threads of the
+// parent (a thread pool must be started inside the child). Core dumps are disabled in the
+// child and its fatal-signal handlers reset, so a crash is the child's alone. Never throws
+// for anything the child does.
+IsolatedResult run_isolated(const std::function<std::vector<double>()>& fn, double timeout_s);
+
+struct TimerOptions {
+  int warmup = 1;               // untimed calls before the samples
+  int repeat = 5;               // samples
+  double min_duration_s = 0.01; // each sample repeats the call until at least this long
+  bool flush_cache = false;     // before each sample, write a buffer larger than the LLC
+  size_t flush_bytes = 0;       // 0: twice last_level_cache_bytes()
+};
+
+struct TimingResult {
+  std::vector<double> samples;  // seconds per call, one per sample
+  std::vector<int> calls;       // calls each sample made
+  double median = 0;            // median of samples
+};
+
+// Times fn. A sample reads the clock after every call, which adds tens of nanoseconds per call:
+// negligible for kernels, not for trivial functions.
+TimingResult time_function(const std::function<void()>& fn, const TimerOptions& options = {});
+
+// Size of the last-level CPU cache (sysconf, then sysfs, else 32 MiB).
+size_t last_level_cache_bytes();
+// Evicts the caches by writing and reading back `bytes` of memory (one static buffer: not for
+// concurrent use; the tuner measures one candidate at a time).
+void flush_cpu_cache(size_t bytes);
+
+}  // namespace kiln::autotune

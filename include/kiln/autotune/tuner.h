@@ -1,0 +1,60 @@
+// The tuning loop for one task: the explorer proposes a batch, each candidate is built and
+// measured in isolation, every measurement is appended to the log, the cost model is retrained
+// on all of them, and again, until the trial budget is spent, the space is exhausted, or early
+// stopping fires. An existing log resumes the run: its configs of this task count as trials and
+// are never measured again, and they train the model from the start.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/autotune/cost_model.h"
+#include "kiln/autotune/explorer.h"
+#include "kiln/autotune/records.h"
+#include "kiln/autotune/task.h"
+
+namespace kiln::autotune {
+
+struct TuneProgress {
+  std::string task;           // workload key
+  int trials_done = 0;        // resumed ones included
+  int trials_total = 0;
+  int errors = 0;
+  double best_gflops = 0;
+  double elapsed_s = 0;       // this run
+  double eta_s = 0;           // estimated time left for this task
+};
+
+struct TunerOptions {
+  int trials = 64;            // per task, resumed trials included
+  int batch_size = 8;
+  double timeout_s = 10.0;    // per candidate, for its isolated run
+  std::string log_path;       // appended to, and read first to resume; empty: no log
+  std::string target = "llvm";
+  uint64_t seed = 0;          // overrides explorer.seed
+  ExplorerOptions explorer;   // early stopping lives here
+  CostModelOptions model;
+  int min_train_samples = 8;  // the model is trained (and used) from this many measurements on
+  // Transfer: a saved model that ranks candidates from the first batch on; training continues
+  // from it. Ignored when tune() is given a model.
+  std::string base_model_path;
+  std::function<void(const TuneProgress&)> on_progress;
+};
+
+struct TuneResult {
+  std::optional<TuningRecord> best;  // the best successful record, resumed ones included
+  int trials = 0;                    // resumed + measured now
+  int resumed = 0;
+  int errors = 0;                    // failed measurements (resumed ones included)
+  bool stopped_early = false;
+  std::vector<double> best_gflops_curve;  // best GFLOPS so far after each trial
+  std::vector<std::string> notes;         // log lines skipped while resuming, and why
+};
+
+// Tunes `task`. With `model` given, it is used and trained in place (so that one model carries
+// over from task to task); otherwise a fresh one is made (from base_model_path if set).
+TuneResult tune(const Task& task, const TunerOptions& options, CostModel* model = nullptr);
+
+}  // namespace kiln::autotune

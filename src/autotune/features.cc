@@ -1,0 +1,436 @@
+// Feature extraction from a lowered loop program (see features.h for what and why).
+#include "kiln/autotune/features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <unordered_map>
+
+#include "kiln/ir/arith.h"
+#include "kiln/ir/functor.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune {
+namespace {
+
+using namespace kiln::ir;
+
+struct Loop {
+  const VarNode* var;
+  double extent;
+  ForKind kind;
+};
+
+// Coefficient of loop variable v in e (of the vector lane when v is null), when e is affine in
+// it; nullopt when e depends on it in another way (floordiv, a product of two loop vars, a
+// gather). Let-bound variables have been substituted before.
+std::optional<int64_t> coeff(const Expr& e, const VarNode* v) {
+  auto both = [&](const BinaryNode* b, int sign) -> std::optional<int64_t> {
+    auto ca = coeff(b->a, v), cb = coeff(b->b, v);
+    if (!ca || !cb) return std::nullopt;
+    return *ca + sign * *cb;
+  };
+  switch (e.kind()) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm:
+    case ExprKind::StringImm:
+      return 0;
+    case ExprKind::Var:
+      return v && e.get() == v ? 1 : 0;
+    case ExprKind::Add:
+      return both(e.as<BinaryNode>(), 1);
+    case ExprKind::Sub:
+      return both(e.as<BinaryNode>(), -1);
+    case ExprKind::Mul: {
+      const auto* b = e.as<BinaryNode>();
+      auto ka = as_const_int(b->a), kb = as_const_int(b->b);
+      auto ca = coeff(b->a, v), cb = coeff(b->b, v);
+      if (ka && cb) return *ka * *cb;
+      if (kb && ca) return *kb * *ca;
+      if (ca && cb && *ca == 0 && *cb == 0) return 0;
+      return std::nullopt;
+    }
+    case ExprKind::Ramp: {
+      const auto* r = e.as<RampNode>();
+      auto cb = coeff(r->base, v);
+      if (!cb) return std::nullopt;
+      if (v) {
+        auto cs = coeff(r->stride, v);
+        if (!cs || *cs != 0) return std::nullopt;
+        return *cb;
+      }
+      auto s = as_const_int(r->stride);
+      if (!s) return std::nullopt;
+      return *cb + *s;
+    }
+    case ExprKind::Broadcast:
+      return v ? coeff(e.as<BroadcastNode>()->value, v) : std::optional<int64_t>(0);
+    case ExprKind::Cast:
+      return coeff(e.as<CastNode>()->value, v);
+    default:
+      break;
+  }
+  if (!v) return e.dtype().is_scalar() ? std::optional<int64_t>(0) : std::nullopt;
+  return uses_var(e, [v](const VarNode* x) { return x == v; }) ? std::nullopt : std::optional<int64_t>(0);
+}
+
+// Row-major flat index of a (possibly multi-dimensional) access, so that features read the same
+// before and after flatten_storage.
+Expr flat_index(const Buffer& b, const std::vector<Expr>& indices) {
+  if (indices.size() == 1) return indices[0];
+  Expr flat;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    Expr idx = indices[d];
+    if (flat.defined()) {
+      auto ext = as_const_int(b->shape[d]);
+      Expr scaled = mul(flat, make_int(flat.dtype(), ext ? *ext : 1));
+      if (idx.dtype().lanes != scaled.dtype().lanes) {
+        if (idx.dtype().is_scalar()) idx = broadcast(idx, scaled.dtype().lanes);
+        else scaled = broadcast(scaled, idx.dtype().lanes);
+      }
+      if (idx.dtype() != scaled.dtype()) idx = cast(scaled.dtype(), idx);
+      flat = add(scaled, idx);
+    } else {
+      flat = idx;
+    }
+  }
+  return flat;
+}
+
+// Counts instructions of an expression (the stored value, the indices).
+class OpCounter : public ExprVisitor {
+ public:
+  explicit OpCounter(StmtFeatures* f) : f_(f) {}
+  std::vector<const BufferLoadNode*> loads;
+
+ protected:
+  void visit_binary(const BinaryNode* op) override {
+    const DataType t = op->a.dtype();
+    const double lanes = t.lanes;
+    if (t.is_floating()) {
+      const BinaryNode* m = nullptr;
+      if (op->kind == ExprKind::Add || op->kind == ExprKind::Sub) {
+        // a*b + c is one fused multiply-add on every target we generate for.
+        m = op->a.as<BinaryNode>();
+        if (!m || m->kind != ExprKind::Mul) m = op->b.as<BinaryNode>();
+        if (m && m->kind != ExprKind::Mul) m = nullptr;
+      }
+      if (m) {
+        ++f_->float_fma;
+        f_->flops += 2 * lanes;
+        const Expr& other = op->a.get() == m ? op->b : op->a;
+        visit(m->a);
+        visit(m->b);
+        visit(other);
+        return;
+      }
+      switch (op->kind) {
+        case ExprKind::Add: case ExprKind::Sub: ++f_->float_addsub; f_->flops += lanes; break;
+        case ExprKind::Mul: ++f_->float_mul; f_->flops += lanes; break;
+        case ExprKind::Div: case ExprKind::FloorDiv: ++f_->float_div; f_->flops += lanes; break;
+        case ExprKind::Min: case ExprKind::Max: ++f_->float_other; f_->flops += lanes; break;
+        default: ++f_->float_other; break;
+      }
+    } else if (t.is_integer()) {
+      switch (op->kind) {
+        case ExprKind::Div: case ExprKind::Mod: case ExprKind::FloorDiv: case ExprKind::FloorMod:
+          ++f_->int_divmod;
+          break;
+        case ExprKind::Add: case ExprKind::Sub: case ExprKind::Mul: case ExprKind::Min: case ExprKind::Max:
+          ++f_->int_arith;
+          break;
+        default:
+          break;  // comparisons feed selects and conditions; their cost is negligible
+      }
+    }
+    ExprVisitor::visit_binary(op);
+  }
+  void visit_select(const SelectNode* op) override {
+    if (op->dtype.is_floating()) ++f_->float_other;
+    ExprVisitor::visit_select(op);
+  }
+  void visit_cast(const CastNode* op) override {
+    if (op->dtype.is_floating() || op->value.dtype().is_floating()) ++f_->float_other;
+    ExprVisitor::visit_cast(op);
+  }
+  void visit_call(const CallNode* op) override {
+    if (op->call_kind == CallKind::Extern) {
+      ++f_->extern_calls;
+    } else if (op->name == "fma") {
+      ++f_->float_fma;
+      f_->flops += 2.0 * op->dtype.lanes;
+    } else {
+      ++f_->intrinsic_calls;
+    }
+    ExprVisitor::visit_call(op);
+  }
+  void visit_buffer_load(const BufferLoadNode* op) override {
+    loads.push_back(op);
+    ExprVisitor::visit_buffer_load(op);
+  }
+
+ private:
+  StmtFeatures* f_;
+};
+
+class Extractor {
+ public:
+  std::vector<StmtFeatures> out;
+
+  void walk(const Stmt& s, int block_size) {
+    if (!s.defined()) return;
+    switch (s.kind()) {
+      case StmtKind::For: {
+        const auto* op = s.as<ForNode>();
+        analyzer_.bind(op->loop_var, Range(op->min, op->extent));
+        double ext = 1;
+        if (auto c = as_const_int(op->extent)) {
+          ext = static_cast<double>(*c);
+        } else {
+          // A tail loop's extent (min(...)) is bounded by what encloses it.
+          auto b = analyzer_.const_int_bound(op->extent);
+          if (b.max_value != arith::IntBound::kPosInf && b.max_value > 0) ext = static_cast<double>(b.max_value);
+        }
+        loops_.push_back({op->loop_var.get(), std::max(ext, 0.0), op->for_kind});
+        walk(op->body, 1);
+        loops_.pop_back();
+        return;
+      }
+      case StmtKind::LetStmt: {
+        const auto* op = s.as<LetStmtNode>();
+        lets_[op->var.get()] = substitute(op->value, lets_);
+        walk(op->body, block_size);
+        return;
+      }
+      case StmtKind::AttrStmt: walk(s.as<AttrStmtNode>()->body, block_size); return;
+      case StmtKind::Allocate: walk(s.as<AllocateNode>()->body, block_size); return;
+      case StmtKind::IfThenElse: {
+        const auto* op = s.as<IfThenElseNode>();
+        walk(op->then_case, 1);
+        walk(op->else_case, 1);
+        return;
+      }
+      case StmtKind::Seq: {
+        const auto* op = s.as<SeqStmtNode>();
+        int stores = 0;
+        for (const Stmt& c : op->seq) stores += c.kind() == StmtKind::BufferStore;
+        for (const Stmt& c : op->seq) walk(c, std::max(stores, 1));
+        return;
+      }
+      case StmtKind::BufferStore: store(s.as<BufferStoreNode>(), block_size); return;
+      case StmtKind::Evaluate: return;
+    }
+  }
+
+ private:
+  AccessFeatures access(const Buffer& b, const std::vector<Expr>& indices, int lanes, bool is_store) {
+    AccessFeatures a;
+    a.buffer = b->name;
+    a.is_store = is_store;
+    a.elem_bytes = b->dtype.bytes();
+    Expr idx = substitute(flat_index(b, indices), lets_);
+    const bool vector_stmt = lanes > 1;
+    std::optional<int64_t> lane_c = vector_stmt ? coeff(idx, nullptr) : std::optional<int64_t>(0);
+    const bool lane_dep = !lane_c || *lane_c != 0;
+    std::vector<std::optional<int64_t>> c(loops_.size());
+    std::vector<bool> dep(loops_.size());
+    for (size_t i = 0; i < loops_.size(); ++i) {
+      c[i] = coeff(idx, loops_[i].var);
+      dep[i] = !c[i] || *c[i] != 0;
+    }
+    // Footprint over the innermost m loops: the points it visits, capped by the span an affine
+    // index covers (overlapping windows such as A[i + k] touch less than the product).
+    for (int m = 1; m <= 3; ++m) {
+      double points = lane_dep ? lanes : 1;
+      double span = lane_c ? std::abs(*lane_c) * (lanes - 1.0) + 1 : -1;
+      for (size_t i = loops_.size(); i-- > 0 && loops_.size() - i <= static_cast<size_t>(m);) {
+        if (!dep[i]) continue;
+        points *= loops_[i].extent;
+        if (span >= 0 && c[i]) span += std::abs(*c[i]) * std::max(loops_[i].extent - 1, 0.0);
+        else span = -1;
+      }
+      a.bytes_inner[m - 1] = (span >= 0 ? std::min(points, span) : points) * a.elem_bytes;
+    }
+    a.reuse = vector_stmt && !lane_dep ? lanes : 1;
+    for (size_t i = 0; i < loops_.size(); ++i) {
+      if (!dep[i]) a.reuse *= std::max(loops_[i].extent, 1.0);
+    }
+    std::optional<int64_t> inner = vector_stmt ? lane_c : loops_.empty() ? std::optional<int64_t>(0) : c.back();
+    if (!inner) {
+      a.stride_kind = StrideKind::Strided;
+      a.stride = -1;
+    } else {
+      a.stride = std::abs(*inner);
+      a.stride_kind = a.stride == 0 ? StrideKind::Broadcast : a.stride == 1 ? StrideKind::Contiguous : StrideKind::Strided;
+    }
+    return a;
+  }
+
+  void store(const BufferStoreNode* op, int block_size) {
+    StmtFeatures f;
+    f.buffer = op->buffer->name;
+    f.block_size = block_size;
+    f.lanes = op->value.dtype().lanes;
+    f.loops = static_cast<int>(loops_.size());
+    for (const Loop& l : loops_) {
+      f.count *= l.extent;
+      switch (l.kind) {
+        case ForKind::Serial: ++f.serial; f.prod_serial *= l.extent; break;
+        case ForKind::Parallel: ++f.parallel; f.prod_parallel *= l.extent; break;
+        case ForKind::Vectorized: ++f.vectorized; f.prod_vectorized *= l.extent; break;
+        case ForKind::Unrolled: ++f.unrolled; f.prod_unrolled *= l.extent; break;
+        case ForKind::ThreadBinding: ++f.thread_bound; break;
+      }
+    }
+    if (!loops_.empty()) f.innermost_extent = loops_.back().extent;
+    OpCounter counter(&f);
+    counter.visit(op->value);
+    for (const Expr& i : op->indices) counter.visit(i);
+    f.store = access(op->buffer, op->indices, f.lanes, true);
+    f.store_bytes = static_cast<double>(op->buffer->dtype.bytes()) * f.lanes;
+    // Loads of one buffer merge: the largest footprint, the least reuse, the worst stride.
+    std::vector<AccessFeatures> merged;
+    for (const BufferLoadNode* l : counter.loads) {
+      f.load_bytes += static_cast<double>(l->buffer->dtype.bytes()) * l->dtype.lanes;
+      AccessFeatures a = access(l->buffer, l->indices, f.lanes, false);
+      auto it = std::find_if(merged.begin(), merged.end(), [&](const AccessFeatures& m) { return m.buffer == a.buffer; });
+      if (it == merged.end()) {
+        merged.push_back(a);
+        continue;
+      }
+      for (int m = 0; m < 3; ++m) it->bytes_inner[m] = std::max(it->bytes_inner[m], a.bytes_inner[m]);
+      it->reuse = std::min(it->reuse, a.reuse);
+      if (static_cast<int>(a.stride_kind) > static_cast<int>(it->stride_kind) ||
+          (a.stride_kind == it->stride_kind && (a.stride < 0 || (it->stride >= 0 && a.stride > it->stride)))) {
+        it->stride_kind = a.stride_kind;
+        it->stride = a.stride;
+      }
+    }
+    std::stable_sort(merged.begin(), merged.end(), [](const AccessFeatures& x, const AccessFeatures& y) {
+      return x.bytes_inner[0] != y.bytes_inner[0] ? x.bytes_inner[0] > y.bytes_inner[0] : x.buffer < y.buffer;
+    });
+    f.loads = std::move(merged);
+    out.push_back(std::move(f));
+  }
+
+  std::vector<Loop> loops_;
+  VarMap<Expr> lets_;
+  arith::Analyzer analyzer_;
+};
+
+constexpr int kLoadSlots = 3;
+const char* const kAccessFields[] = {"bytes_l1", "bytes_l2", "bytes_l3", "reuse", "broadcast", "contiguous", "strided", "stride"};
+constexpr int kAccessFieldCount = 8;
+
+// Intensive features: the mean over statements weighted by how often each runs.
+const char* const kMeanFields[] = {"loops", "loops_serial", "loops_parallel", "loops_vectorized", "loops_unrolled",
+                                   "loops_thread", "prod_serial", "prod_parallel", "prod_vectorized", "prod_unrolled",
+                                   "innermost_extent", "lanes", "block_size"};
+// Extensive features: totals over one run of the function.
+const char* const kSumFields[] = {"executions", "float_addsub", "float_mul", "float_fma", "float_div", "float_other",
+                                  "int_arith", "int_divmod", "intrinsic_calls", "extern_calls", "flops",
+                                  "bytes_loaded", "bytes_stored"};
+const char* const kFuncFields[] = {"num_stores", "num_allocs", "alloc_bytes", "arith_intensity"};
+
+std::vector<std::string> make_names() {
+  std::vector<std::string> n;
+  for (const char* f : kMeanFields) n.emplace_back(f);
+  for (const char* f : kSumFields) n.emplace_back(f);
+  for (int s = 0; s <= kLoadSlots; ++s) {
+    std::string slot = s == 0 ? "store." : "load" + std::to_string(s - 1) + ".";
+    for (const char* f : kAccessFields) n.push_back(slot + f);
+  }
+  for (const char* f : kFuncFields) n.emplace_back(f);
+  return n;
+}
+
+void access_values(const AccessFeatures& a, double* out) {
+  out[0] = a.bytes_inner[0];
+  out[1] = a.bytes_inner[1];
+  out[2] = a.bytes_inner[2];
+  out[3] = a.reuse;
+  out[4] = a.stride_kind == StrideKind::Broadcast;
+  out[5] = a.stride_kind == StrideKind::Contiguous;
+  out[6] = a.stride_kind == StrideKind::Strided;
+  out[7] = std::max<double>(a.stride, 0);  // non-affine shows as strided with stride 0
+}
+
+void alloc_stats(const Stmt& s, double* count, double* bytes) {
+  class V : public StmtVisitor {
+   public:
+    double n = 0, b = 0;
+    void visit_allocate(const AllocateNode* op) override {
+      n += 1;
+      double e = 1;
+      for (const Expr& d : op->buffer->shape) e *= static_cast<double>(as_const_int(d).value_or(1));
+      b += e * op->buffer->dtype.bytes();
+      StmtVisitor::visit_allocate(op);
+    }
+  } v;
+  v.visit_stmt(s);
+  *count = v.n;
+  *bytes = v.b;
+}
+
+}  // namespace
+
+std::vector<StmtFeatures> extract_stmt_features(const ir::PrimFunc& f) {
+  Extractor x;
+  x.walk(f.body, 1);
+  return std::move(x.out);
+}
+
+const std::vector<std::string>& feature_names() {
+  static const std::vector<std::string> names = make_names();
+  return names;
+}
+
+size_t feature_index(const std::string& name) {
+  const auto& n = feature_names();
+  auto it = std::find(n.begin(), n.end(), name);
+  KILN_USER_CHECK(it != n.end()) << "unknown feature '" << name << "'";
+  return static_cast<size_t>(it - n.begin());
+}
+
+std::vector<float> extract_features(const ir::PrimFunc& f) {
+  const std::vector<StmtFeatures> stmts = extract_stmt_features(f);
+  const size_t n_mean = std::size(kMeanFields), n_sum = std::size(kSumFields);
+  const size_t n_access = (kLoadSlots + 1) * kAccessFieldCount;
+  std::vector<double> raw(feature_names().size(), 0.0);
+  double total = 0;
+  for (const StmtFeatures& s : stmts) {
+    const double w = s.count;
+    total += w;
+    const double mean[] = {double(s.loops), double(s.serial), double(s.parallel), double(s.vectorized),
+                           double(s.unrolled), double(s.thread_bound), s.prod_serial, s.prod_parallel,
+                           s.prod_vectorized, s.prod_unrolled, s.innermost_extent, double(s.lanes),
+                           double(s.block_size)};
+    const double sum[] = {1.0, double(s.float_addsub), double(s.float_mul), double(s.float_fma), double(s.float_div),
+                          double(s.float_other), double(s.int_arith), double(s.int_divmod), double(s.intrinsic_calls),
+                          double(s.extern_calls), s.flops, s.load_bytes, s.store_bytes};
+    for (size_t i = 0; i < n_mean; ++i) raw[i] += w * mean[i];
+    for (size_t i = 0; i < n_sum; ++i) raw[n_mean + i] += w * sum[i];
+    double acc[kAccessFieldCount];
+    for (int slot = 0; slot <= kLoadSlots; ++slot) {
+      const AccessFeatures* a = slot == 0 ? &s.store : slot - 1 < static_cast<int>(s.loads.size()) ? &s.loads[slot - 1] : nullptr;
+      if (!a) continue;
+      access_values(*a, acc);
+      for (int i = 0; i < kAccessFieldCount; ++i) raw[n_mean + n_sum + slot * kAccessFieldCount + i] += w * acc[i];
+    }
+  }
+  if (total > 0) {
+    for (size_t i = 0; i < n_mean; ++i) raw[i] /= total;
+    for (size_t i = 0; i < n_access; ++i) raw[n_mean + n_sum + i] /= total;
+  }
+  const size_t fn = n_mean + n_sum + n_access;
+  raw[fn + 0] = static_cast<double>(stmts.size());
+  alloc_stats(f.body, &raw[fn + 1], &raw[fn + 2]);
+  const double moved = raw[feature_index("bytes_loaded")] + raw[feature_index("bytes_stored")];
+  raw[fn + 3] = moved > 0 ? raw[feature_index("flops")] / moved : 0;
+  std::vector<float> out(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(std::log2(1.0 + std::max(raw[i], 0.0)));
+  return out;
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,221 @@
+// The tuning loop (see tuner.h).
+#include "kiln/autotune/tuner.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "kiln/autotune/features.h"
+#include "kiln/autotune/measure_process.h"
+#include "kiln/runtime/version.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Builds and measures one candidate; every failure becomes the record's error.
+TuningRecord measure(const Task& task, const ConfigSpace& space, const Point& p, const TunerOptions& o) {
+  TuningRecord r;
+  r.task = task.name;
+  r.workload_key = task.workload_key;
+  r.target = o.target;
+  r.config = point_to_record_config(space, p);
+  r.version = KILN_VERSION_STRING;
+  MeasureFn run;
+  try {
+    Program prog = task.instantiate(space, p);
+    KILN_USER_CHECK(static_cast<bool>(prog.build)) << "the template gave no build hook";
+    run = prog.build();
+    KILN_USER_CHECK(static_cast<bool>(run)) << "the build gave no measurement hook";
+  } catch (const Error& e) {
+    r.error = std::string("build failed: ") + e.what();
+  } catch (const InternalError& e) {
+    r.error = std::string("build failed: ") + e.what();
+  }
+  if (r.error.empty()) {
+    IsolatedResult m = run_isolated(run, o.timeout_s);
+    if (!m.ok()) {
+      r.error = m.error;
+    } else {
+      bool valid = !m.values.empty();
+      for (double c : m.values) valid = valid && std::isfinite(c) && c > 0;
+      if (valid) r.costs = m.values;
+      else r.error = "the measurement returned no valid run times";
+    }
+  }
+  r.timestamp = static_cast<int64_t>(std::time(nullptr));
+  if (r.ok() && task.flops > 0) r.gflops = task.flops / r.median_cost() / 1e9;
+  return r;
+}
+
+// What the explorer and the model maximize: GFLOPS, or runs per second when flops are unknown;
+// 0 for a failure (the model learns that such configs are bad).
+double throughput(const Task& task, const TuningRecord& r) {
+  if (!r.ok()) return 0;
+  return task.flops > 0 ? task.flops / r.median_cost() / 1e9 : 1.0 / r.median_cost();
+}
+
+class Tuner {
+ public:
+  Tuner(const Task& task, const TunerOptions& o, CostModel* model)
+      : task_(task), o_(o), space_(task.space()), explorer_(space_, explorer_options(o)), own_(o.model),
+        model_(model ? *model : own_) {
+    KILN_USER_CHECK(o.trials >= 0 && o.batch_size >= 1)
+        << "tuning '" << task.workload_key << "': trials must be >= 0 and batch_size >= 1";
+    if (!model && !o.base_model_path.empty()) {
+      own_.load(o.base_model_path);
+      own_.warm_start();
+    }
+  }
+
+  TuneResult run() {
+    const auto t0 = Clock::now();
+    resume();
+    int measured_now = 0;
+    while (res_.trials < o_.trials && !explorer_.exhausted()) {
+      if (explorer_.should_stop()) {
+        res_.stopped_early = true;
+        break;
+      }
+      const size_t n = static_cast<size_t>(std::min(o_.batch_size, o_.trials - res_.trials));
+      Explorer::ScoreFn score;
+      if (model_.trained()) score = [this](const std::vector<Point>& pts) { return this->score(pts); };
+      std::vector<Point> batch = explorer_.next_batch(n, score);
+      if (batch.empty()) break;
+      std::vector<TuningRecord> records;
+      for (const Point& p : batch) {
+        records.push_back(measure(task_, space_, p, o_));
+        if (!o_.log_path.empty()) append_record(o_.log_path, records.back());
+      }
+      learn(batch, records);
+      measured_now += static_cast<int>(batch.size());
+      if (o_.on_progress) {
+        TuneProgress pr;
+        pr.task = task_.workload_key;
+        pr.trials_done = res_.trials;
+        pr.trials_total = o_.trials;
+        pr.errors = res_.errors;
+        pr.best_gflops = best_gflops();
+        pr.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        pr.eta_s = pr.elapsed_s / measured_now * std::max(0, o_.trials - res_.trials);
+        o_.on_progress(pr);
+      }
+    }
+    return res_;
+  }
+
+ private:
+  static ExplorerOptions explorer_options(const TunerOptions& o) {
+    ExplorerOptions e = o.explorer;
+    e.seed = o.seed;
+    return e;
+  }
+
+  double best_gflops() const { return res_.best ? res_.best->gflops : 0.0; }
+
+  // Features of a point, cached: the explorer asks for the same points again and again. Empty
+  // when the template fails for it or gives no loop program.
+  const std::vector<float>& features(const Point& p) {
+    auto it = features_.find(p);
+    if (it != features_.end()) return it->second;
+    std::vector<float> f;
+    try {
+      Program prog = task_.instantiate(space_, p);
+      if (prog.func.body.defined()) f = extract_features(prog.func);
+    } catch (const Error&) {
+      // Left empty: scored lowest; measuring it will record the error.
+    }
+    return features_.emplace(p, std::move(f)).first->second;
+  }
+
+  std::vector<double> score(const std::vector<Point>& pts) {
+    std::vector<double> out(pts.size(), -std::numeric_limits<double>::infinity());
+    std::vector<std::vector<float>> rows;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const std::vector<float>& f = features(pts[i]);
+      if (f.empty()) continue;
+      rows.push_back(f);
+      where.push_back(i);
+    }
+    if (!rows.empty()) {
+      std::vector<float> pred = model_.predict(rows);
+      for (size_t k = 0; k < where.size(); ++k) out[where[k]] = pred[k];
+    }
+    return out;
+  }
+
+  // Accounts measured (or resumed) records: explorer, best, model.
+  void learn(const std::vector<Point>& pts, const std::vector<TuningRecord>& records) {
+    std::vector<double> thr;
+    std::vector<std::vector<float>> rows;
+    std::vector<double> row_thr;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const TuningRecord& r = records[i];
+      thr.push_back(throughput(task_, r));
+      ++res_.trials;
+      if (!r.ok()) ++res_.errors;
+      if (r.ok() && (!res_.best || r.median_cost() < res_.best->median_cost())) res_.best = r;
+      res_.best_gflops_curve.push_back(best_gflops());
+      const std::vector<float>& f = features(pts[i]);
+      if (!f.empty()) {
+        rows.push_back(f);
+        row_thr.push_back(thr.back());
+      }
+    }
+    explorer_.update(pts, thr);
+    if (!rows.empty()) model_.add(task_.workload_key, rows, row_thr);
+    if (!rows.empty() && model_.num_samples() >= static_cast<size_t>(std::max(1, o_.min_train_samples))) model_.train();
+  }
+
+  void resume() {
+    if (o_.log_path.empty()) return;
+    TuningLog log = read_log(o_.log_path);
+    for (const MalformedLine& m : log.malformed) {
+      res_.notes.push_back(fmt::format("{}:{}: skipped: {}", o_.log_path, m.line, m.message));
+    }
+    std::vector<Point> pts;
+    std::vector<TuningRecord> records;
+    std::set<Point> seen;
+    for (const TuningRecord& r : log.records) {
+      if (r.workload_key != task_.workload_key || r.target != o_.target) continue;
+      Point p;
+      try {
+        p = record_config_to_point(space_, r.config);
+      } catch (const Error& e) {
+        res_.notes.push_back(fmt::format("{}: a record of '{}' skipped: {}", o_.log_path, r.workload_key, e.what()));
+        continue;
+      }
+      if (!seen.insert(p).second) continue;  // measured twice (merged logs): the first counts
+      pts.push_back(std::move(p));
+      records.push_back(r);
+    }
+    res_.resumed = static_cast<int>(pts.size());
+    if (!pts.empty()) learn(pts, records);
+  }
+
+  const Task& task_;
+  const TunerOptions& o_;
+  ConfigSpace space_;
+  Explorer explorer_;
+  CostModel own_;
+  CostModel& model_;
+  std::map<Point, std::vector<float>> features_;
+  TuneResult res_;
+};
+
+}  // namespace
+
+TuneResult tune(const Task& task, const TunerOptions& options, CostModel* model) {
+  Tuner t(task, options, model);
+  return t.run();
+}
+
+}  // namespace kiln::autotune

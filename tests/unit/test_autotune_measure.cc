@@ -1,0 +1,122 @@
+// Measurement isolation: a normal, a throwing, a crashing, an aborting, an exiting and a
+// hanging candidate, each in its own child; the parent (this test) survives them all. And the
+// timer's samples.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include <unistd.h>
+
+#include "kiln/autotune/measure_process.h"
+#include "kiln/support/error.h"
+
+using namespace kiln::autotune;
+
+namespace {
+
+void spin_for(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+}  // namespace
+
+TEST_CASE("measure: a normal candidate's values come back", "[autotune][measure]") {
+  const pid_t parent = ::getpid();
+  IsolatedResult r = run_isolated([&] { return std::vector<double>{1.5, 2.5, double(::getpid() != parent)}; }, 5.0);
+  REQUIRE(r.ok());
+  CHECK(r.values == std::vector<double>{1.5, 2.5, 1.0});  // it really ran in another process
+  CHECK(r.wall_seconds < 5.0);
+
+  // A result larger than the pipe buffer is read while the child writes it.
+  IsolatedResult big = run_isolated([] { return std::vector<double>(1 << 20, 0.25); }, 10.0);
+  REQUIRE(big.ok());
+  REQUIRE(big.values.size() == size_t{1} << 20);
+  CHECK(big.values.front() == 0.25);
+  CHECK(big.values.back() == 0.25);
+
+  IsolatedResult empty = run_isolated([] { return std::vector<double>{}; }, 5.0);
+  CHECK(empty.ok());
+  CHECK(empty.values.empty());
+}
+
+TEST_CASE("measure: crashes, aborts, exits and exceptions are recorded as errors", "[autotune][measure]") {
+  IsolatedResult segv = run_isolated(
+      [] {
+        // Both volatile: the compiler can neither see the null (and trap) nor drop the store.
+        volatile int* volatile p = nullptr;
+        *p = 42;
+        return std::vector<double>{1.0};
+      },
+      5.0);
+  CHECK_FALSE(segv.ok());
+  CHECK(segv.error == "crashed: signal 11 (Segmentation fault)");
+  CHECK(segv.values.empty());
+
+  IsolatedResult abrt = run_isolated([]() -> std::vector<double> { std::abort(); }, 5.0);
+  CHECK(abrt.error == "crashed: signal 6 (Aborted)");
+
+  IsolatedResult fpe = run_isolated([]() -> std::vector<double> { std::raise(SIGFPE); return {}; }, 5.0);
+  CHECK(fpe.error == "crashed: signal 8 (Floating point exception)");
+
+  IsolatedResult exited = run_isolated([]() -> std::vector<double> { ::_exit(3); }, 5.0);
+  CHECK(exited.error == "exited with status 3");
+
+  IsolatedResult wrong = run_isolated(
+      []() -> std::vector<double> { throw kiln::Error("wrong result: max abs error 0.5 at C[17]"); }, 5.0);
+  CHECK(wrong.error == "wrong result: max abs error 0.5 at C[17]");
+  IsolatedResult other = run_isolated([]() -> std::vector<double> { throw 7; }, 5.0);
+  CHECK(other.error == "unknown exception");
+}
+
+TEST_CASE("measure: a hanging candidate is killed at the timeout", "[autotune][measure]") {
+  IsolatedResult hang = run_isolated(
+      []() -> std::vector<double> {
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      },
+      0.5);
+  CHECK(hang.error == "timed out after 0.5 s");
+  CHECK(hang.wall_seconds >= 0.5);
+  CHECK(hang.wall_seconds < 2.0);
+  // A busy hang too, and the tuner's parent process carries on afterwards.
+  IsolatedResult busy = run_isolated([]() -> std::vector<double> { spin_for(60); return {}; }, 0.3);
+  CHECK(busy.error == "timed out after 0.3 s");
+  CHECK(run_isolated([] { return std::vector<double>{4.0}; }, 5.0).values == std::vector<double>{4.0});
+}
+
+TEST_CASE("measure: the timer's samples are sane", "[autotune][measure]") {
+  TimerOptions o;
+  o.repeat = 5;
+  o.min_duration_s = 0.005;
+  int calls = 0;
+  TimingResult t = time_function([&] { ++calls; spin_for(250e-6); }, o);
+  REQUIRE(t.samples.size() == 5);
+  REQUIRE(t.calls.size() == 5);
+  int timed_calls = 0;
+  for (size_t i = 0; i < t.samples.size(); ++i) {
+    CHECK(t.samples[i] >= 250e-6);                    // a call spins at least that long
+    CHECK(t.samples[i] * t.calls[i] >= 0.005);        // each sample ran at least min_duration
+    CHECK(t.calls[i] >= 2);
+    timed_calls += t.calls[i];
+  }
+  CHECK(calls == timed_calls + o.warmup);
+  CHECK(t.median >= *std::min_element(t.samples.begin(), t.samples.end()));
+  CHECK(t.median <= *std::max_element(t.samples.begin(), t.samples.end()));
+  CHECK(t.median < 250e-6 * 3);  // generous: a shared 2-core machine
+
+  // With the cache flushed before each sample (a small flush buffer keeps the test fast).
+  o.flush_cache = true;
+  o.flush_bytes = 1 << 20;
+  o.min_duration_s = 0;
+  TimingResult f = time_function([] { spin_for(100e-6); }, o);
+  REQUIRE(f.samples.size() == 5);
+  for (int c : f.calls) CHECK(c == 1);  // no minimum duration: one call per sample
+  CHECK(last_level_cache_bytes() >= (size_t{256} << 10));
+
+  o.repeat = 0;
+  CHECK_THROWS_AS(time_function([] {}, o), kiln::Error);
+}
