@@ -38,7 +38,7 @@ int64_t wrap_int(DataType t, int64_t v) {
 class Interp {
  public:
   explicit Interp(const std::map<std::string, ExternFn>& externs) : externs_(externs) {}
-  std::unordered_map<const BufferNode*, std::vector<double>*> mem;
+  std::unordered_map<const VarNode*, std::vector<double>*> mem;  // by data var: flattened views share it
 
   void exec(const Stmt& s) {
     if (!s.defined()) return;
@@ -53,15 +53,15 @@ class Interp {
         auto* n = s.as<BufferStoreNode>();
         Value v = eval(n->value);
         double x = n->buffer->dtype.is_floating() ? round_to(n->buffer->dtype, v.f) : double(wrap_int(n->buffer->dtype, v.i));
-        (*mem.at(n->buffer.get()))[offset(n->buffer, n->indices)] = x;
+        (*mem.at(n->buffer->data.get()))[offset(n->buffer, n->indices)] = x;
         return;
       }
       case StmtKind::Allocate: {
         auto* n = s.as<AllocateNode>();
         std::vector<double> storage(n->buffer.num_elements(), std::nan(""));
-        mem[n->buffer.get()] = &storage;
+        mem[n->buffer->data.get()] = &storage;
         exec(n->body);
-        mem.erase(n->buffer.get());
+        mem.erase(n->buffer->data.get());
         return;
       }
       case StmtKind::For: {
@@ -140,7 +140,7 @@ class Interp {
       }
       case ExprKind::BufferLoad: {
         auto* n = e.as<BufferLoadNode>();
-        double x = (*mem.at(n->buffer.get()))[offset(n->buffer, n->indices)];
+        double x = (*mem.at(n->buffer->data.get()))[offset(n->buffer, n->indices)];
         if (t.is_floating()) v.f = x; else v.i = static_cast<int64_t>(x);
         return v;
       }
@@ -156,7 +156,7 @@ class Interp {
     Value v;
     if (n->name == "address_of") {
       auto* load = n->args[0].as<BufferLoadNode>();
-      v.mem = mem.at(load->buffer.get());
+      v.mem = mem.at(load->buffer->data.get());
       v.i = offset(load->buffer, load->indices);
       return v;
     }
@@ -247,7 +247,7 @@ void interpret(const ir::PrimFunc& f, std::vector<std::vector<double>>& args,
     if (static_cast<int64_t>(args[p].size()) != f.params[p].num_elements()) {
       throw std::runtime_error("interp: argument " + std::to_string(p) + " has the wrong size");
     }
-    in.mem[f.params[p].get()] = &args[p];
+    in.mem[f.params[p]->data.get()] = &args[p];
   }
   in.exec(f.body);
 }

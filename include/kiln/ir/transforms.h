@@ -12,7 +12,9 @@
 namespace kiln::ir {
 
 // Rewrites every multi-dimensional BufferLoad/BufferStore into a one-dimensional access on a
-// flattened buffer (row-major), and every Allocate to allocate the flat extent.
+// flattened buffer (row-major), and every Allocate to allocate the flat extent. The flattened
+// buffer shares the original's data var. PrimFunc params keep their logical shapes: they are the
+// kernel's signature.
 PrimFunc flatten_storage(const PrimFunc& f);
 
 // Simplifies every expression with the loop ranges and let bindings in scope; drops loops

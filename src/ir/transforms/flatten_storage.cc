@@ -137,8 +137,8 @@ class StorageFlattener : public StmtMutator {
 PrimFunc flatten_storage(const PrimFunc& f) {
   StorageFlattener flattener;
   PrimFunc out = f;
-  // Params first, so a parameter's flattened object is the one its accesses use.
-  for (Buffer& p : out.params) p = flattener.flat(p);
+  // Params keep their logical shapes: they are the kernel's signature (argument checks compare
+  // tensors against them). Accesses use the flattened view, which shares the param's data var.
   out.body = flattener.mutate_stmt(f.body);
   return out;
 }
