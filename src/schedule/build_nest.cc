@@ -95,15 +95,25 @@ class NestBuilder {
     return idx;
   }
 
-  // Conditions keeping root values inside their axes' domains, where not provable.
+  // Conditions keeping root values inside their axes' domains and, for data-parallel axes,
+  // inside the realized region (a split wider than a compute_at region must not write past the
+  // buffer), where not provable.
   ir::Expr guard(const ValueMap& values, bool reduce_axes_too) const {
     ir::Expr cond;
+    auto require = [&](const ir::Expr& c) {
+      if (!ctx_.ana.can_prove(c)) cond = conj(cond, c);
+    };
     for (const ir::IterVar& r : root_axes(s_)) {
       if (r->iter_kind == ir::IterKind::Reduce && !reduce_axes_too) continue;
       ir::Expr v = values.at(r.get());
-      ir::Expr lo = r->dom.min, hi = r->dom.min + r->dom.extent;
-      if (!ctx_.ana.can_prove(v >= lo)) cond = conj(cond, v >= lo);
-      if (!ctx_.ana.can_prove(v < hi)) cond = conj(cond, v < hi);
+      require(v >= r->dom.min);
+      require(v < r->dom.min + r->dom.extent);
+    }
+    const Storage& st = ctx_.storage.at(&s_)[0];
+    for (size_t d = 0; d < c_.axis.size(); ++d) {
+      ir::Expr rel = values.at(c_.axis[d].get()) - st.offset[d];
+      require(rel >= 0);
+      require(rel < st.buffer->shape[d]);
     }
     return cond;
   }
