@@ -10,8 +10,6 @@
 #include <unordered_map>
 
 #include "kiln/ir/printer.h"
-#include "kiln/ir/transforms.h"
-#include "kiln/ir/verify.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/support/error.h"
 #include "llvm/llvm_backend.h"
@@ -20,8 +18,7 @@ namespace kiln::codegen {
 
 struct Module::Impl {
   Target target;
-  std::vector<ir::PrimFunc> funcs;    // as given to build(): their params define run()'s checks
-  std::vector<ir::PrimFunc> lowered;  // as compiled
+  std::vector<ir::PrimFunc> funcs;  // as compiled; their params (logical shapes) define run()'s checks
   std::unique_ptr<llvm_backend::CompiledModule> compiled;
   std::mutex mutex;
   std::unordered_map<std::string, kiln_kernel_fn> kernels;
@@ -54,35 +51,6 @@ DLDataType to_dl_dtype(ir::DataType t) {
   return {};
 }
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
-}
-
-// The IR passes between lowering and code generation, in order (ir/transforms.h).
-ir::PrimFunc run_ir_passes(const ir::PrimFunc& f, bool dump) {
-  auto show = [&](const char* pass, const ir::PrimFunc& g) {
-    if (dump) std::cerr << "// ---- " << f.name << " after " << pass << "\n" << ir::to_string(g) << "\n";
-  };
-  show("lowering", f);
-  ir::PrimFunc g = ir::flatten_storage(f);
-  show("flatten_storage", g);
-  g = ir::simplify(g);
-  show("simplify", g);
-  std::vector<std::string> notes;
-  g = ir::vectorize_loops(g, &notes);
-  show("vectorize_loops", g);
-  if (dump)
-    for (const std::string& n : notes) std::cerr << "// vectorize_loops: " << n << "\n";
-  g = ir::unroll_loops(g);
-  show("unroll_loops", g);
-  g = ir::simplify(g);
-  show("simplify", g);
-  // A pass bug surfaces here as an InternalError naming the culprit, not as a wrong kernel.
-  ir::verify(g);
-  return g;
-}
-
 }  // namespace
 
 Module build(const std::vector<ir::PrimFunc>& funcs, const Target& target, const BuildOptions& options) {
@@ -90,9 +58,7 @@ Module build(const std::vector<ir::PrimFunc>& funcs, const Target& target, const
   m.impl_ = std::make_shared<Module::Impl>();
   m.impl_->target = target;
   m.impl_->funcs = funcs;
-  bool dump = options.dump_ir || env_flag("KILN_DUMP_IR");
-  for (const ir::PrimFunc& f : funcs) m.impl_->lowered.push_back(options.run_ir_passes ? run_ir_passes(f, dump) : f);
-  m.impl_->compiled = llvm_backend::compile(m.impl_->lowered, target, options);
+  m.impl_->compiled = llvm_backend::compile(funcs, target, options);
   return m;
 }
 
@@ -158,10 +124,9 @@ std::vector<std::string> Module::function_names() const {
 
 const ir::PrimFunc& Module::lowered_function(const std::string& name) const {
   const Impl& impl = checked(impl_);
-  for (const ir::PrimFunc& f : impl.lowered)
-    if (f.name == name) return f;
-  KILN_THROW() << "module has no function '" << name << "'";
-  return impl.lowered.front();  // unreachable
+  const ir::PrimFunc* f = impl.find(name);
+  KILN_USER_CHECK(f != nullptr) << "module has no function '" << name << "'";
+  return *f;
 }
 
 const Target& Module::target() const { return checked(impl_).target; }

@@ -30,12 +30,9 @@ class IrDumper {
 
 }  // namespace
 
-ir::PrimFunc lower_to_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const std::string& name,
-                         const PipelineOptions& options) {
+ir::PrimFunc optimize_ir(const ir::PrimFunc& lowered, const PipelineOptions& options) {
   IrDumper dump(options);
-  ir::PrimFunc f = schedule::lower(s, args, name);
-  dump.after("lower", f);
-  f = ir::flatten_storage(f);
+  ir::PrimFunc f = ir::flatten_storage(lowered);
   dump.after("flatten_storage", f);
   f = ir::simplify(f);
   dump.after("simplify", f);
@@ -47,6 +44,13 @@ ir::PrimFunc lower_to_ir(const schedule::Schedule& s, const std::vector<te::Tens
   dump.after("final", f);
   ir::verify(f);
   return f;
+}
+
+ir::PrimFunc lower_to_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const std::string& name,
+                         const PipelineOptions& options) {
+  ir::PrimFunc f = schedule::lower(s, args, name);
+  IrDumper(options).after("lower", f);
+  return optimize_ir(f, options);
 }
 
 Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const Target& target,

@@ -421,7 +421,8 @@ Expr operator-(Expr a, Expr b) { return sub(std::move(a), std::move(b)); }
 Expr operator-(Expr a) {
   if (auto i = a.as<IntImmNode>()) return make_int(a.dtype(), -i->value);
   if (auto f = a.as<FloatImmNode>()) return make_float(a.dtype(), -f->value);
-  return sub(make_zero(a.dtype()), std::move(a));
+  DataType t = a.dtype();  // read before `a` is moved from: argument order is unspecified
+  return sub(make_zero(t), std::move(a));
 }
 Expr operator*(Expr a, Expr b) { return mul(std::move(a), std::move(b)); }
 Expr operator/(Expr a, Expr b) { return div(std::move(a), std::move(b)); }

@@ -97,7 +97,7 @@ TEST_CASE("if/else and nested if without else", "[codegen]") {
   Buffer a = flat_buffer("A", DataType::f32(), n), c = flat_buffer("C", DataType::f32(), n);
   Var i("i");
   Expr x = buffer_load(a, {i});
-  Expr neg_x = 0.f - x;  // written as a subtraction: unary minus on a non-literal crashes in main's expr.cc
+  Expr neg_x = -x;
   Stmt body = for_loop(
       i, 0, n, ForKind::Serial,
       if_then_else(eq(truncmod(i, 3), 0), buffer_store(c, x, {i}),

@@ -12,6 +12,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kiln/codegen/driver.h"
 #include "kiln/ir/printer.h"
 #include "kiln/runtime/kernel.h"
 #include "kiln/testing/reference.h"
@@ -25,11 +26,11 @@ using runtime::NDArray;
 
 namespace {
 
-// Lowers, compiles (build() runs the IR passes) and runs the schedule on N-d tensors of the
+// Lowers, compiles (the driver runs the IR passes) and runs the schedule on N-d tensors of the
 // arguments' logical shapes; inputs fill the first args, the rest are outputs (NaN first).
 std::vector<NDArray> compile_and_run(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                                      const std::vector<std::vector<float>>& inputs) {
-  codegen::Module m = codegen::build({schedule::lower(s, args, "f")});
+  codegen::Module m = codegen::build(s, args, codegen::Target::host(), "f");
   std::vector<NDArray> arrays;
   for (size_t i = 0; i < args.size(); ++i) {
     ir::DataType t = args[i].dtype();
@@ -220,16 +221,15 @@ TEST_CASE("a tensorized matmul calls its extern micro-kernel through address_of"
   SECTION("update form: reduce loop outside the intrinsic") { check(true); }
 }
 
-TEST_CASE("build runs the IR passes: what reaches LLVM is flat vector IR", "[codegen][e2e]") {
+TEST_CASE("the driver runs the IR passes: what reaches LLVM is flat vector IR", "[codegen][e2e]") {
   Chain c(16, 16);
   auto s = schedule::create({c.D});
   s[c.D].vectorize(s[c.D].op_axis(1));
-  codegen::BuildOptions o;
-  o.dump_ir = true;
+  codegen::PipelineOptions o;
+  o.dump_ir_after = "all";
   std::ostringstream captured;
-  std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
-  auto m = codegen::build({schedule::lower(s, c.args(), "chain")}, codegen::Target::host(), o);
-  std::cerr.rdbuf(old);
+  o.dump_to = &captured;
+  auto m = codegen::build(s, c.args(), codegen::Target::host(), "chain", o);
   std::string lowered = ir::to_string(m.lowered_function("chain"));
   CHECK(test::contains(lowered, "ramp("));
   CHECK_FALSE(test::contains(lowered, "vectorized"));

@@ -28,7 +28,6 @@ inline ir::PrimFunc prim_func(const std::string& name, std::vector<ir::Buffer> p
 // IR they build (hand-written vector IR, leftover loop kinds).
 inline codegen::Module build(const std::vector<ir::PrimFunc>& funcs, const codegen::Target& target = codegen::Target::host(),
                              codegen::BuildOptions options = codegen::BuildOptions()) {
-  options.run_ir_passes = false;
   return codegen::build(funcs, target, options);
 }
 

@@ -37,6 +37,8 @@ TEST_CASE("operators build typed IR and fold integer constants", "[ir]") {
   CHECK(e.dtype() == DataType::f32());
   CHECK(to_string(e) == "x*0.5f + 1f");
   CHECK(to_string(x / 2.0) == "x / 2f");
+  CHECK(to_string(-x) == "0f - x");
+  CHECK(to_string(-i) == "0 - i");
 }
 
 TEST_CASE("type errors name the operation and both types", "[ir]") {

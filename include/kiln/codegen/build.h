@@ -1,14 +1,11 @@
 // The LLVM CPU backend: compiles loop-level PrimFuncs into native code, runs them in-process
 // through a JIT, and writes relocatable objects for ahead-of-time packaging.
 //
-// build() is the driver from lowered PrimFuncs (schedule::lower) to native code:
-//   flatten_storage -> simplify -> vectorize_loops -> unroll_loops -> simplify -> ir::verify
-//   -> LLVM IR -> O3 -> object code
-// The IR passes are idempotent on IR that has been through them already, and can be turned
-// off (BuildOptions::run_ir_passes). The LLVM code generator's input contract is that IR: each
+// Input contract: PrimFuncs as codegen::optimize_ir (driver.h) leaves them: each
 // BufferLoad/BufferStore has exactly one index, vector accesses have a Ramp (or other vector)
-// index. Leftover Vectorized/Unrolled loops become serial loops with LLVM loop hints;
-// ThreadBinding loops are rejected (they need CUDA).
+// index, params keep their logical shapes. Leftover Vectorized/Unrolled loops become serial
+// loops with LLVM loop hints; ThreadBinding loops are rejected (they need CUDA). From a te
+// schedule, use the driver's codegen::build(schedule, args, ...), which runs the whole pipeline.
 //
 // Each PrimFunc becomes a kernel following runtime/kernel.h:
 //   int32_t NAME(void* const* args, int32_t num_args)
@@ -30,11 +27,6 @@
 namespace kiln::codegen {
 
 struct BuildOptions {
-  // Run the IR passes listed above (and verify their result) before code generation.
-  bool run_ir_passes = true;
-  // Print the IR after each IR pass to stderr (also KILN_DUMP_IR=1), with vectorize_loops'
-  // notes on loops it could not vectorize.
-  bool dump_ir = false;
   // Float ops always carry the `contract` flag (a*b+c may fuse into an FMA, which rounds once:
   // results can differ from separate mul/add in the last bit). fast_math adds reassociation,
   // no-signed-zeros, reciprocal and approximate-function flags; it never assumes no NaN/Inf
@@ -63,7 +55,7 @@ class Module {
   void run(const std::string& name, const std::vector<DLTensor*>& args) const;
 
   std::vector<std::string> function_names() const;
-  // The PrimFunc `name` as it went into LLVM code generation (after the IR passes).
+  // The PrimFunc `name` as it went into LLVM code generation.
   const ir::PrimFunc& lowered_function(const std::string& name) const;
   const Target& target() const;
   // Text of the optimized LLVM module.

@@ -30,7 +30,11 @@ struct PipelineOptions {
   std::vector<std::string>* notes = nullptr;
 };
 
-// Lowers a schedule and runs the loop-level passes, returning the PrimFunc code generation takes.
+// The loop-level passes, in order, from a lowered PrimFunc to what code generation takes; the
+// result is verified (a pass bug surfaces as an InternalError naming the culprit).
+ir::PrimFunc optimize_ir(const ir::PrimFunc& lowered, const PipelineOptions& options = PipelineOptions());
+
+// Lowers a schedule and runs optimize_ir on it.
 ir::PrimFunc lower_to_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const std::string& name,
                          const PipelineOptions& options = PipelineOptions());
 
