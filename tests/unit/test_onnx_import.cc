@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "kiln/relay/error.h"
@@ -281,5 +282,45 @@ TEST_CASE("TensorProto files: typed fields, raw data, every dtype round trips", 
     CHECK(back.value.bitwise_equal(v));
   }
   remove(path.c_str());
+  rmdir(dir);
+}
+
+TEST_CASE("the importer claims every operator of issue 3's list", "[onnx]") {
+  std::vector<std::string> supported = onnx_supported_ops();
+  for (const char* op :
+       {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Exp", "Log", "Erf",
+        "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Elu", "Selu", "PRelu", "Clip", "HardSigmoid", "HardSwish", "Softplus",
+        "Abs", "Neg", "Floor", "Ceil", "Round", "Reciprocal", "Min", "Max", "Sum", "Mean", "Not", "And", "Or", "Equal",
+        "Less", "Greater", "Where", "Cast", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+        "BatchNormalization", "LayerNormalization", "InstanceNormalization", "Softmax", "LogSoftmax", "ReduceSum",
+        "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ArgMax", "ArgMin", "Concat", "Split",
+        "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Gather", "GatherElements", "Expand", "Tile",
+        "Pad", "Resize", "DepthToSpace", "SpaceToDepth", "Identity", "Dropout", "Shape", "Size", "ConstantOfShape",
+        "Range", "LRN", "Einsum", "Constant"}) {
+    INFO(op);
+    CHECK(std::find(supported.begin(), supported.end(), op) != supported.end());
+  }
+}
+
+TEST_CASE("initializers with external data are read from the model's folder", "[onnx]") {
+  char dir[] = "/tmp/kiln_onnx_test_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  std::string d = dir;
+  float weights[4] = {0, 0, 1.5f, -2.0f};  // the tensor starts at offset 8
+  FILE* f = fopen((d + "/weights.bin").c_str(), "wb");
+  fwrite(weights, 4, 4, f);
+  fclose(f);
+  Pb entry_loc = Pb().str(1, "location").str(2, "weights.bin");
+  Pb entry_off = Pb().str(1, "offset").str(2, "8");
+  Pb w = Pb().i(1, 2).i(2, FLOAT).str(8, "w").msg(13, entry_loc).msg(13, entry_off).i(14, 1);
+  std::string m = model(13, {node("Add", {"x", "w"}, {"y"})}, {value("x", FLOAT, {2})}, {value("y", FLOAT, {})}, {w});
+  f = fopen((d + "/model.onnx").c_str(), "wb");
+  fwrite(m.data(), 1, m.size(), f);
+  fclose(f);
+  CHECK_THAT(to_string(from_onnx(d + "/model.onnx")), Contains("meta[0] = float32[2]{1.5, -2}"));
+  remove((d + "/weights.bin").c_str());
+  REQUIRE_THROWS_WITH(from_onnx(d + "/model.onnx"),
+                      Contains("initializer 'w': cannot open external data file '" + d + "/weights.bin'"));
+  remove((d + "/model.onnx").c_str());
   rmdir(dir);
 }

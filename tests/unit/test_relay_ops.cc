@@ -112,6 +112,15 @@ TEST_CASE("broadcast, reduce, gather and layout relations", "[relay]") {
         "int32[2,2]");
   CHECK(ty("cast", {v({2})}, Attrs().set_str("dtype", "float16")) == "float16[2]");
   CHECK(ty("isnan", {v({2})}) == "bool[2]");
+  CHECK(ty("topk", {v({3, 10})}, Attrs().set_int("k", 4).set_int("axis", 1).set_int("largest", 1).set_int("sorted", 1)) ==
+        "(float32[3,4], int64[3,4])");
+  CHECK(ty("one_hot", {v({2, 3}, DataType::i64()), v({2})}, Attrs().set_int("depth", 5).set_int("axis", 1)) ==
+        "float32[2,5,3]");
+  CHECK(ty("scatter_nd", {v({4, 5, 6}), v({3, 2}, DataType::i64()), v({3, 6})}, Attrs().set_str("reduction", "add")) ==
+        "float32[4,5,6]");
+  REQUIRE_THROWS_WITH(ty("scatter_nd", {v({4, 5, 6}), v({3, 2}, DataType::i64()), v({3, 5})}, Attrs().set_str("reduction", "none")),
+                      Contains("updates must be [3,6], got [3,5]"));
+  CHECK(ty("cumsum", {v({2, 3})}, Attrs().set_int("axis", 1).set_int("exclusive", 0).set_int("reverse", 1)) == "float32[2,3]");
 }
 
 TEST_CASE("the registry knows every op with a relation, a pattern and a lowering slot", "[relay]") {

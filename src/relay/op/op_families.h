@@ -10,6 +10,7 @@ void register_matmul_ops();     // matmul.cc: dense, matmul, einsum
 void register_pool_ops();       // pool.cc: max/avg/lp pooling, global pooling
 void register_norm_ops();       // norm.cc: batch/layer/instance/group norm, lrn, softmax
 void register_transform_ops();  // transform.cc: reshape transpose concatenate split slice pad ...
-void register_gather_ops();     // gather.cc: take, gather_elements, gather_nd
+void register_gather_ops();     // gather.cc: take, gather_elements/nd, scatter_elements/nd, one_hot
+void register_sort_ops();       // sort.cc: cumsum, topk
 void register_image_ops();      // image.cc: resize
 }  // namespace kiln::relay

@@ -27,6 +27,7 @@ void ensure_registered() {
     register_norm_ops();
     register_transform_ops();
     register_gather_ops();
+    register_sort_ops();
     register_image_ops();
     return true;
   }();

@@ -83,6 +83,7 @@ void register_nn_converters(ConverterTable& t);
 void register_math_converters(ConverterTable& t);
 void register_tensor_converters(ConverterTable& t);
 void register_resize_converters(ConverterTable& t);
+void register_index_converters(ConverterTable& t);
 void register_const_converters(ConverterTable& t);
 const ConverterTable& converters();
 

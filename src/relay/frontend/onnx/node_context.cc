@@ -155,7 +155,8 @@ bool is_shape_input(const std::string& op_type, int index) {
       {"Pad", {1, 2, 3}}, {"Resize", {1, 2, 3}},   {"Upsample", {1}},     {"Tile", {1}},      {"Expand", {1}},
       {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}}, {"Trilu", {1}},     {"Dropout", {1, 2}}, {"ReduceSum", {1}},
       {"ReduceMean", {1}}, {"ReduceMax", {1}},     {"ReduceMin", {1}},    {"ReduceProd", {1}}, {"ReduceL1", {1}},
-      {"ReduceL2", {1}},  {"ReduceSumSquare", {1}}, {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}}};
+      {"ReduceL2", {1}},  {"ReduceSumSquare", {1}}, {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}}, {"CumSum", {1}},
+      {"OneHot", {1}},    {"TopK", {1}}};
   auto it = slots.find(op_type);
   return it != slots.end() && std::find(it->second.begin(), it->second.end(), index) != it->second.end();
 }
@@ -181,6 +182,7 @@ const ConverterTable& converters() {
     register_math_converters(t);
     register_tensor_converters(t);
     register_resize_converters(t);
+    register_index_converters(t);
     register_const_converters(t);
     return t;
   }();
