@@ -12,8 +12,9 @@ namespace kiln::relay {
 
 namespace {
 
+// Names that could read as node numbers (%0) or that hold odd characters are quoted.
 std::string var_name(const std::string& name) {
-  bool plain = !name.empty();
+  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
   for (char c : name) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
   return plain ? "%" + name : "%\"" + name + "\"";
 }

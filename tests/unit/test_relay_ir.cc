@@ -124,6 +124,9 @@ TEST_CASE("the printer numbers nodes in post order and lists constants", "[relay
   CHECK(to_string(m) == to_string(m));
   CHECK(to_string(make_call("neg", {make_var("in put", tensor_type(DataType::i64(), {}))})) ==
         "fn (%\"in put\": int64[]) -> int64[] {\n  %0 = neg(%\"in put\") : int64[]\n  return %0\n}\n");
+  // An input named "0" (old PyTorch exports) must not read as node %0.
+  CHECK(to_string(make_call("neg", {make_var("0", tensor_type(DataType::i64(), {}))})) ==
+        "fn (%\"0\": int64[]) -> int64[] {\n  %0 = neg(%\"0\") : int64[]\n  return %0\n}\n");
 }
 
 TEST_CASE("verify names what is broken", "[relay]") {

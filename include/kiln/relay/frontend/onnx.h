@@ -1,9 +1,14 @@
 // The ONNX frontend: a .onnx model (opsets 7 to 21 for the ops it supports) to a relay::Module
 // with static shapes, and TensorProto .pb files to and from HostTensors.
 //
+// Newer opsets import too, with the semantics of opset 21: what changed after it is new element
+// types and new operators, which fail as unsupported.
+//
 // Errors are kiln::Error naming the culprit: the file (missing, unreadable, not a model), the
-// node and its op type (bad attributes, shape mismatches), or, for a model that uses operators
-// kiln does not support, one message listing every such op type with its node names.
+// node and its op type (bad attributes, shape mismatches). Valid models that use what kiln does
+// not implement throw UnsupportedError (kiln/relay/error.h): for operators, one message listing
+// every unsupported op type with its node names; also element types (float8, string, ...) and
+// training-only modes.
 #pragma once
 
 #include <map>
