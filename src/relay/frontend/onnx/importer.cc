@@ -41,7 +41,7 @@ class Importer {
     std::vector<Expr> outputs;
     std::vector<std::string> names;
     for (const auto& o : graph_.output()) {
-      outputs.push_back(lookup(o.name(), "graph output '" + o.name() + "'"));
+      outputs.push_back(lookup(o.name(), origin_ + ": graph output '" + o.name() + "'"));
       names.push_back(o.name());
     }
     KILN_USER_CHECK(!outputs.empty()) << origin_ << ": the graph has no outputs";
@@ -116,9 +116,13 @@ class Importer {
   }
 
   void add_inputs() {
-    std::set<std::string> seen;
+    std::set<std::string> names;
+    for (const auto& in : graph_.input()) names.insert(in.name());
+    for (const auto& [name, shape] : opts_.input_shapes)
+      KILN_USER_CHECK(names.count(name)) << origin_ << ": a shape is given for '" << name << "', which is not a model input";
+    for (const auto& [name, value] : opts_.input_values)
+      KILN_USER_CHECK(names.count(name)) << origin_ << ": a value is given for '" << name << "', which is not a model input";
     for (const auto& in : graph_.input()) {
-      seen.insert(in.name());
       if (values_.count(in.name())) continue;  // an initializer listed as an input (old exporters)
       std::string what = origin_ + ": graph input '" + in.name() + "'";
       KILN_USER_CHECK(in.type().has_tensor_type()) << what << " is not a tensor";
@@ -159,19 +163,15 @@ class Importer {
       // A bound input stays a param (the model's signature does not change) but nodes read its value.
       values_[in.name()] = bound_.count(in.name()) ? make_constant(opts_.input_values.at(in.name())) : v;
     }
-    for (const auto& [name, shape] : opts_.input_shapes)
-      KILN_USER_CHECK(seen.count(name)) << origin_ << ": a shape is given for '" << name << "', which is not a model input";
-    for (const auto& [name, value] : opts_.input_values)
-      KILN_USER_CHECK(seen.count(name)) << origin_ << ": a value is given for '" << name << "', which is not a model input";
   }
 
   Expr lookup(const std::string& name, const std::string& user) {
     auto it = values_.find(name);
     if (it != values_.end()) return it->second;
     auto un = unproduced_.find(name);
-    KILN_SUPPORTED(un == unproduced_.end()) << origin_ << ": " << user << " reads '" << name << "', " << un->second
-                                              << ", which kiln does not support";
-    KILN_THROW() << origin_ << ": " << user << " reads '" << name
+    KILN_SUPPORTED(un == unproduced_.end()) << user << " reads '" << name << "', " << un->second
+                                             << ", which kiln does not support";
+    KILN_THROW() << user << " reads '" << name
                  << "', which no earlier node, initializer or graph input produces";
     return {};
   }
