@@ -1,0 +1,76 @@
+// Types of the graph IR: a tensor with a static shape, or a tuple of types.
+//
+// kiln compiles static shapes only: every dimension is a known int64 (0 is allowed, for empty
+// tensors). Types are immutable nodes behind shared_ptr handles, downcast with as<T>() like the
+// loop-level IR (include/kiln/ir/expr.h); equality is structural.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/dtype.h"
+
+namespace kiln::relay {
+
+using ir::DataType;
+using Shape = std::vector<int64_t>;
+
+enum class TypeKind : uint8_t { Tensor, Tuple };
+
+struct TypeNode {
+  const TypeKind kind;
+  virtual ~TypeNode() = default;
+
+ protected:
+  explicit TypeNode(TypeKind k) : kind(k) {}
+};
+
+class Type {
+ public:
+  Type() = default;
+  explicit Type(std::shared_ptr<const TypeNode> n) : node_(std::move(n)) {}
+  bool defined() const { return node_ != nullptr; }
+  const TypeNode* get() const { return node_.get(); }
+  const TypeNode* operator->() const { return node_.get(); }
+  TypeKind kind() const { return node_->kind; }
+  template <typename T>
+  const T* as() const {
+    return node_ && T::matches(node_->kind) ? static_cast<const T*>(node_.get()) : nullptr;
+  }
+  // Structural equality; an undefined type equals only an undefined type.
+  bool operator==(const Type& o) const;
+  bool operator!=(const Type& o) const { return !(*this == o); }
+  // "float32[1,3,224,224]", "int64[]" (a scalar), "(float32[2], int64[])".
+  std::string str() const;
+
+ private:
+  std::shared_ptr<const TypeNode> node_;
+};
+
+struct TensorTypeNode : TypeNode {
+  DataType dtype;
+  Shape shape;
+  TensorTypeNode(DataType t, Shape s) : TypeNode(TypeKind::Tensor), dtype(t), shape(std::move(s)) {}
+  static bool matches(TypeKind k) { return k == TypeKind::Tensor; }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t num_elements() const;
+};
+
+struct TupleTypeNode : TypeNode {
+  std::vector<Type> fields;
+  explicit TupleTypeNode(std::vector<Type> f) : TypeNode(TypeKind::Tuple), fields(std::move(f)) {}
+  static bool matches(TypeKind k) { return k == TypeKind::Tuple; }
+};
+
+// Checking constructors: scalar dtypes only (no vector lanes, no handle), dims >= 0.
+Type tensor_type(DataType dtype, Shape shape);
+Type tuple_type(std::vector<Type> fields);
+
+// "[1,3,224,224]"
+std::string shape_str(const Shape& shape);
+// Product of the dims (1 for a scalar).
+int64_t num_elements(const Shape& shape);
+
+}  // namespace kiln::relay

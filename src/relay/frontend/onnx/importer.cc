@@ -1,0 +1,244 @@
+// The ONNX importer: walks the graph in its (topological) order and converts node by node.
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "convert.h"
+#include "kiln/relay/error.h"
+#include "kiln/relay/verify.h"
+#include "kiln/support/error.h"
+
+namespace kiln::relay {
+
+using namespace onnx_frontend;
+
+namespace {
+
+// Opsets kiln knows the semantics of. Newer opsets import too, with the newest semantics known
+// here: the changes after 21 are new types and new ops, which fail as such.
+constexpr int kMinOpset = 7;
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+std::string display_name(const ::onnx::NodeProto& n, int index) {
+  if (!n.name().empty()) return "'" + n.name() + "'";
+  return "#" + std::to_string(index) + (n.output_size() ? " (-> " + n.output(0) + ")" : "");
+}
+
+class Importer {
+ public:
+  Importer(const ::onnx::ModelProto& model, std::string origin, const OnnxImportOptions& opts, std::string model_dir)
+      : model_(model), graph_(model.graph()), origin_(std::move(origin)), opts_(opts), dir_(std::move(model_dir)) {}
+
+  Module run() {
+    check_supported();
+    read_opset();
+    find_shape_inputs();
+    add_initializers();
+    add_inputs();
+    for (int i = 0; i < graph_.node_size(); ++i) convert_node(graph_.node(i), i);
+    std::vector<Expr> outputs;
+    std::vector<std::string> names;
+    for (const auto& o : graph_.output()) {
+      outputs.push_back(lookup(o.name(), origin_ + ": graph output '" + o.name() + "'"));
+      names.push_back(o.name());
+    }
+    KILN_USER_CHECK(!outputs.empty()) << origin_ << ": the graph has no outputs";
+    Module m = Module::make(params_, outputs, names);
+    verify(m);
+    return m;
+  }
+
+ private:
+  void read_opset() {
+    bool found = false;
+    for (const auto& o : model_.opset_import()) {
+      if (is_default_domain(o.domain())) {
+        opset_ = static_cast<int>(o.version());
+        found = true;
+      }
+    }
+    // IR version 3 and later name their opsets; a model without one predates opset 7 anyway.
+    KILN_USER_CHECK(found) << origin_ << ": the model imports no default-domain opset";
+    KILN_SUPPORTED(opset_ >= kMinOpset) << origin_ << ": opset " << opset_
+                                         << " is too old; kiln imports opsets 7 and newer";
+  }
+
+  // All unsupported operators in one message, so a user sees the whole gap at once.
+  void check_supported() {
+    std::map<std::string, std::vector<std::string>> missing;
+    for (int i = 0; i < graph_.node_size(); ++i) {
+      const auto& n = graph_.node(i);
+      std::string key = is_default_domain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
+      if (!is_default_domain(n.domain()) || !converters().count(n.op_type())) missing[key].push_back(display_name(n, i));
+    }
+    if (missing.empty()) return;
+    std::ostringstream os;
+    os << origin_ << ": unsupported ONNX operator" << (missing.size() > 1 ? "s" : "") << " (" << missing.size()
+       << " op type" << (missing.size() > 1 ? "s" : "") << "): ";
+    bool first = true;
+    for (const auto& [op, nodes] : missing) {
+      os << (first ? "" : "; ") << op << " (node" << (nodes.size() > 1 ? "s" : "") << " ";
+      for (size_t i = 0; i < nodes.size(); ++i) os << (i ? ", " : "") << nodes[i];
+      os << ")";
+      first = false;
+    }
+    throw UnsupportedError(os.str());
+  }
+
+  // Graph inputs whose values some node needs at compile time (directly or through other nodes,
+  // e.g. size -> Cast -> Range): with a value in input_values they become constants.
+  void find_shape_inputs() {
+    std::set<std::string> needed;
+    for (int i = graph_.node_size() - 1; i >= 0; --i) {
+      const auto& n = graph_.node(i);
+      bool feeds = false;
+      for (const auto& o : n.output()) feeds = feeds || needed.count(o);
+      for (int k = 0; k < n.input_size(); ++k)
+        if (feeds || is_shape_input(n.op_type(), k)) needed.insert(n.input(k));
+    }
+    for (const auto& in : graph_.input())
+      if (needed.count(in.name()) && opts_.input_values.count(in.name())) bound_.insert(in.name());
+  }
+
+  void add_initializers() {
+    for (const auto& t : graph_.initializer()) {
+      try {
+        values_[t.name()] = make_constant(tensor_from_proto(t, dir_));
+      } catch (const UnsupportedError& e) {
+        throw UnsupportedError(origin_ + ": initializer '" + t.name() + "': " + e.what());
+      } catch (const Error& e) {
+        throw Error(origin_ + ": initializer '" + t.name() + "': " + e.what());
+      }
+    }
+    KILN_SUPPORTED(graph_.sparse_initializer_size() == 0) << origin_ << ": sparse initializers are not supported";
+  }
+
+  void add_inputs() {
+    std::set<std::string> names;
+    for (const auto& in : graph_.input()) names.insert(in.name());
+    for (const auto& [name, shape] : opts_.input_shapes)
+      KILN_USER_CHECK(names.count(name)) << origin_ << ": a shape is given for '" << name << "', which is not a model input";
+    for (const auto& [name, value] : opts_.input_values)
+      KILN_USER_CHECK(names.count(name)) << origin_ << ": a value is given for '" << name << "', which is not a model input";
+    for (const auto& in : graph_.input()) {
+      if (values_.count(in.name())) continue;  // an initializer listed as an input (old exporters)
+      std::string what = origin_ + ": graph input '" + in.name() + "'";
+      KILN_USER_CHECK(in.type().has_tensor_type()) << what << " is not a tensor";
+      const auto& tt = in.type().tensor_type();
+      DataType dtype = dtype_from_onnx(tt.elem_type(), what);
+      // A shape given by the user (input_shapes, or the shape of a given value) overrides
+      // symbolic dims and must agree with static ones.
+      const Shape* given = nullptr;
+      if (auto it = opts_.input_shapes.find(in.name()); it != opts_.input_shapes.end()) given = &it->second;
+      if (auto it = opts_.input_values.find(in.name()); it != opts_.input_values.end()) {
+        KILN_USER_CHECK(it->second.dtype() == dtype)
+            << what << " is " << dtype.str() << ", its given value " << it->second.dtype().str();
+        KILN_USER_CHECK(!given || *given == it->second.shape())
+            << what << ": the given shape and the given value's shape differ";
+        given = &it->second.shape();
+      }
+      Shape shape;
+      if (tt.has_shape()) {
+        for (int d = 0; d < tt.shape().dim_size(); ++d) {
+          const auto& dim = tt.shape().dim(d);
+          shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+          KILN_USER_CHECK(given || dim.has_dim_value())
+              << what << " has a symbolic dim " << d << (dim.has_dim_param() ? " '" + dim.dim_param() + "'" : "")
+              << ": give its shape (kiln compiles static shapes)";
+        }
+      } else {
+        KILN_USER_CHECK(given) << what << " has no shape: give it (kiln compiles static shapes)";
+      }
+      if (given) {
+        bool fits = !tt.has_shape() || given->size() == shape.size();
+        for (size_t d = 0; fits && d < shape.size(); ++d) fits = shape[d] < 0 || shape[d] == (*given)[d];
+        KILN_USER_CHECK(fits) << what << " has shape " << shape_str(shape) << " (-1: symbolic); the given shape "
+                              << shape_str(*given) << " does not fit it";
+        shape = *given;
+      }
+      Expr v = make_var(in.name(), tensor_type(dtype, shape));
+      params_.push_back(v);
+      // A bound input stays a param (the model's signature does not change) but nodes read its value.
+      values_[in.name()] = bound_.count(in.name()) ? make_constant(opts_.input_values.at(in.name())) : v;
+    }
+  }
+
+  Expr lookup(const std::string& name, const std::string& user) {
+    auto it = values_.find(name);
+    if (it != values_.end()) return it->second;
+    auto un = unproduced_.find(name);
+    KILN_SUPPORTED(un == unproduced_.end()) << user << " reads '" << name << "', " << un->second
+                                             << ", which kiln does not support";
+    KILN_THROW() << user << " reads '" << name
+                 << "', which no earlier node, initializer or graph input produces";
+    return {};
+  }
+
+  void convert_node(const ::onnx::NodeProto& node, int index) {
+    std::string where = origin_ + ": ONNX node " + display_name(node, index) + " (" + node.op_type() + ")";
+    std::vector<Expr> inputs;
+    for (const auto& name : node.input()) inputs.push_back(name.empty() ? Expr() : lookup(name, where));
+    NodeContext ctx(node, opset_, std::move(inputs), opts_, dir_);
+    std::vector<Expr> outs;
+    try {
+      outs = converters().at(node.op_type())(ctx);
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(where + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error(where + ": " + e.what());
+    }
+    for (int i = 0; i < node.output_size(); ++i) {
+      const std::string& name = node.output(i);
+      if (name.empty()) continue;
+      if (i < static_cast<int>(outs.size()) && outs[i].defined()) {
+        values_[name] = outs[i];
+      } else {
+        unproduced_[name] = "output " + std::to_string(i) + " of node " + display_name(node, index) + " (" +
+                            node.op_type() + ")";
+      }
+    }
+  }
+
+  const ::onnx::ModelProto& model_;
+  const ::onnx::GraphProto& graph_;
+  std::string origin_;
+  const OnnxImportOptions& opts_;
+  std::string dir_;
+  int opset_ = 0;
+  std::vector<Expr> params_;
+  std::unordered_map<std::string, Expr> values_;
+  std::unordered_map<std::string, std::string> unproduced_;
+  std::set<std::string> bound_;
+};
+
+}  // namespace
+
+Module from_onnx_bytes(const std::string& bytes, const std::string& origin, const OnnxImportOptions& opts,
+                       const std::string& model_dir) {
+  ::onnx::ModelProto model;
+  // Protobuf accepts many byte strings; a model without a graph or an opset is not a model.
+  KILN_USER_CHECK(model.ParseFromString(bytes) && model.has_graph() && model.opset_import_size() > 0)
+      << origin << ": not an ONNX model (cannot parse a ModelProto with a graph and an opset)";
+  return Importer(model, origin, opts, model_dir).run();
+}
+
+Module from_onnx(const std::string& path, const OnnxImportOptions& opts) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_USER_CHECK(in.good()) << "cannot open ONNX model '" << path << "'";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  KILN_USER_CHECK(!in.bad()) << "cannot read ONNX model '" << path << "'";
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
+  return from_onnx_bytes(ss.str(), "'" + path + "'", opts, dir);
+}
+
+std::vector<std::string> onnx_supported_ops() {
+  std::vector<std::string> names;
+  for (const auto& [n, c] : converters()) names.push_back(n);
+  return names;
+}
+
+}  // namespace kiln::relay

@@ -1,0 +1,192 @@
+#include <algorithm>
+
+#include "convert.h"
+#include "kiln/relay/evaluate.h"
+#include "kiln/relay/op.h"
+#include "kiln/support/error.h"
+
+namespace kiln::relay::onnx_frontend {
+
+namespace {
+const char* attr_type_name(int t) {
+  switch (t) {
+    case ::onnx::AttributeProto::FLOAT: return "a float";
+    case ::onnx::AttributeProto::INT: return "an int";
+    case ::onnx::AttributeProto::STRING: return "a string";
+    case ::onnx::AttributeProto::TENSOR: return "a tensor";
+    case ::onnx::AttributeProto::GRAPH: return "a graph";
+    case ::onnx::AttributeProto::FLOATS: return "a float list";
+    case ::onnx::AttributeProto::INTS: return "an int list";
+    case ::onnx::AttributeProto::STRINGS: return "a string list";
+    default: return "of another kind";
+  }
+}
+
+// Old exporters leave AttributeProto.type unset; the populated field tells the kind then.
+int attr_kind(const ::onnx::AttributeProto& a) {
+  if (a.type() != ::onnx::AttributeProto::UNDEFINED) return a.type();
+  if (a.ints_size()) return ::onnx::AttributeProto::INTS;
+  if (a.floats_size()) return ::onnx::AttributeProto::FLOATS;
+  if (a.strings_size()) return ::onnx::AttributeProto::STRINGS;
+  if (a.has_t()) return ::onnx::AttributeProto::TENSOR;
+  if (a.has_g()) return ::onnx::AttributeProto::GRAPH;
+  if (a.has_s()) return ::onnx::AttributeProto::STRING;
+  if (a.has_f()) return ::onnx::AttributeProto::FLOAT;
+  if (a.has_i()) return ::onnx::AttributeProto::INT;
+  return ::onnx::AttributeProto::UNDEFINED;
+}
+}  // namespace
+
+NodeContext::NodeContext(const ::onnx::NodeProto& node, int opset, std::vector<Expr> inputs,
+                         const OnnxImportOptions& opts, const std::string& model_dir)
+    : node_(node), opset_(opset), inputs_(std::move(inputs)), opts_(opts), model_dir_(model_dir) {
+  name_ = !node.name().empty() ? node.name()
+                               : node.op_type() + " -> " + (node.output_size() ? node.output(0) : std::string("?"));
+}
+
+const Expr& NodeContext::input(size_t i, const char* role) const {
+  KILN_USER_CHECK(has_input(i)) << "input " << i << " (" << role << ") is required";
+  return inputs_[i];
+}
+
+const TensorTypeNode& NodeContext::input_type(size_t i, const char* role) const {
+  const Expr& e = input(i, role);
+  const auto* t = e.type().as<TensorTypeNode>();
+  KILN_USER_CHECK(t != nullptr) << "input " << i << " (" << role << ") is not a tensor";
+  return *t;
+}
+
+std::optional<HostTensor> NodeContext::const_input(size_t i) const {
+  if (!has_input(i)) return std::nullopt;
+  if (const auto* c = inputs_[i].as<ConstantNode>()) return c->value;
+  return std::nullopt;
+}
+
+HostTensor NodeContext::require_const(size_t i, const char* role) const {
+  input(i, role);
+  auto v = const_input(i);
+  if (!v) {
+    if (const auto* var = inputs_[i].as<VarNode>()) {
+      KILN_THROW() << "input " << i << " (" << role << ") is graph input '" << var->name
+                   << "', whose value is needed at compile time (kiln compiles static shapes only): give it as a "
+                      "compile-time input value";
+    }
+    KILN_THROW() << "input " << i << " (" << role
+                 << ") must be a compile-time constant (kiln compiles static shapes only)";
+  }
+  return *v;
+}
+
+std::vector<int64_t> NodeContext::const_ints(size_t i, const char* role) const {
+  HostTensor t = require_const(i, role);
+  KILN_USER_CHECK(t.dtype().is_integer()) << "input " << i << " (" << role << ") must be integers, got "
+                                          << t.dtype().str();
+  return t.to_int64s();
+}
+
+const ::onnx::AttributeProto* NodeContext::find_attr(const std::string& key) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == key) return &a;
+  return nullptr;
+}
+
+bool NodeContext::has_attr(const std::string& key) const { return find_attr(key) != nullptr; }
+
+const ::onnx::AttributeProto& NodeContext::expect_attr(const std::string& key, int type, const char* kind) const {
+  const auto* a = find_attr(key);
+  KILN_USER_CHECK(a != nullptr) << "attribute '" << key << "' is required";
+  int k = attr_kind(*a);
+  // An empty list has no populated field to tell its kind: accept it as any list.
+  bool empty_list = k == ::onnx::AttributeProto::UNDEFINED &&
+                    (type == ::onnx::AttributeProto::INTS || type == ::onnx::AttributeProto::FLOATS);
+  KILN_USER_CHECK(k == type || empty_list) << "attribute '" << key << "' must be " << kind << ", got "
+                                           << attr_type_name(k);
+  return *a;
+}
+
+int64_t NodeContext::attr_int(const std::string& key) const {
+  return expect_attr(key, ::onnx::AttributeProto::INT, "an int").i();
+}
+int64_t NodeContext::attr_int(const std::string& key, int64_t dflt) const {
+  return has_attr(key) ? attr_int(key) : dflt;
+}
+double NodeContext::attr_float(const std::string& key, double dflt) const {
+  if (!has_attr(key)) return dflt;
+  return expect_attr(key, ::onnx::AttributeProto::FLOAT, "a float").f();
+}
+std::string NodeContext::attr_str(const std::string& key, const std::string& dflt) const {
+  if (!has_attr(key)) return dflt;
+  return expect_attr(key, ::onnx::AttributeProto::STRING, "a string").s();
+}
+std::vector<int64_t> NodeContext::attr_ints(const std::string& key) const {
+  const auto& a = expect_attr(key, ::onnx::AttributeProto::INTS, "an int list");
+  return {a.ints().begin(), a.ints().end()};
+}
+std::vector<int64_t> NodeContext::attr_ints(const std::string& key, const std::vector<int64_t>& dflt) const {
+  return has_attr(key) ? attr_ints(key) : dflt;
+}
+std::vector<double> NodeContext::attr_floats(const std::string& key, const std::vector<double>& dflt) const {
+  if (!has_attr(key)) return dflt;
+  const auto& a = expect_attr(key, ::onnx::AttributeProto::FLOATS, "a float list");
+  return {a.floats().begin(), a.floats().end()};
+}
+HostTensor NodeContext::attr_tensor(const std::string& key) const {
+  return tensor_from_proto(expect_attr(key, ::onnx::AttributeProto::TENSOR, "a tensor").t(), model_dir_);
+}
+
+Expr NodeContext::call(const std::string& op, std::vector<Expr> args, Attrs attrs) const {
+  Expr e = make_call(op, std::move(args), std::move(attrs), name_);
+  const auto* c = e.as<CallNode>();
+  const auto* t = e.type().as<TensorTypeNode>();
+  if (!t || t->num_elements() > opts_.fold_limit || !can_evaluate(*c->op)) return e;
+  std::vector<HostTensor> values;
+  for (const Expr& a : c->args) {
+    const auto* k = a.as<ConstantNode>();
+    if (!k) return e;
+    values.push_back(k->value);
+  }
+  auto v = evaluate_call(*c, values);
+  return v ? make_constant(*v) : e;
+}
+
+bool is_shape_input(const std::string& op_type, int index) {
+  static const std::map<std::string, std::vector<int>> slots = {
+      {"Reshape", {1}},   {"Slice", {1, 2, 3, 4}}, {"Split", {1}},        {"Squeeze", {1}},   {"Unsqueeze", {1}},
+      {"Pad", {1, 2, 3}}, {"Resize", {1, 2, 3}},   {"Upsample", {1}},     {"Tile", {1}},      {"Expand", {1}},
+      {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}}, {"Trilu", {1}},     {"Dropout", {1, 2}}, {"ReduceSum", {1}},
+      {"ReduceMean", {1}}, {"ReduceMax", {1}},     {"ReduceMin", {1}},    {"ReduceProd", {1}}, {"ReduceL1", {1}},
+      {"ReduceL2", {1}},  {"ReduceSumSquare", {1}}, {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}}, {"CumSum", {1}},
+      {"OneHot", {1}},    {"TopK", {1}}};
+  auto it = slots.find(op_type);
+  return it != slots.end() && std::find(it->second.begin(), it->second.end(), index) != it->second.end();
+}
+
+int64_t normalize_axis_for(int64_t axis, int64_t rank, const NodeContext&, const char* what) {
+  KILN_USER_CHECK(axis >= -rank && axis < rank) << what << " " << axis << " is out of range for rank " << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> normalize_axes_for(std::vector<int64_t> axes, int64_t rank, const NodeContext& ctx) {
+  for (auto& a : axes) a = normalize_axis_for(a, rank, ctx, "axis");
+  std::sort(axes.begin(), axes.end());
+  KILN_USER_CHECK(std::adjacent_find(axes.begin(), axes.end()) == axes.end())
+      << "axes " << shape_str(axes) << " repeat an axis";
+  return axes;
+}
+
+const ConverterTable& converters() {
+  static const ConverterTable table = [] {
+    ConverterTable t;
+    register_elemwise_converters(t);
+    register_nn_converters(t);
+    register_math_converters(t);
+    register_tensor_converters(t);
+    register_resize_converters(t);
+    register_index_converters(t);
+    register_const_converters(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace kiln::relay::onnx_frontend

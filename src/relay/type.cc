@@ -1,0 +1,57 @@
+#include "kiln/relay/type.h"
+
+#include "kiln/support/error.h"
+
+namespace kiln::relay {
+
+int64_t num_elements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t TensorTypeNode::num_elements() const { return relay::num_elements(shape); }
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Type tensor_type(DataType dtype, Shape shape) {
+  KILN_USER_CHECK(dtype.is_scalar() && !dtype.is_handle())
+      << "a tensor element type must be a scalar data type, not " << dtype.str();
+  for (int64_t d : shape) KILN_USER_CHECK(d >= 0) << "negative dimension in shape " << shape_str(shape);
+  return Type(std::make_shared<TensorTypeNode>(dtype, std::move(shape)));
+}
+
+Type tuple_type(std::vector<Type> fields) {
+  for (const Type& f : fields) KILN_CHECK(f.defined()) << "tuple type with an undefined field";
+  return Type(std::make_shared<TupleTypeNode>(std::move(fields)));
+}
+
+bool Type::operator==(const Type& o) const {
+  if (node_ == o.node_) return true;
+  if (!node_ || !o.node_ || node_->kind != o.node_->kind) return false;
+  if (auto* a = as<TensorTypeNode>()) {
+    auto* b = o.as<TensorTypeNode>();
+    return a->dtype == b->dtype && a->shape == b->shape;
+  }
+  auto* a = as<TupleTypeNode>();
+  auto* b = o.as<TupleTypeNode>();
+  return a->fields == b->fields;
+}
+
+std::string Type::str() const {
+  if (!node_) return "<untyped>";
+  if (auto* t = as<TensorTypeNode>()) return t->dtype.str() + shape_str(t->shape);
+  auto* t = as<TupleTypeNode>();
+  std::string s = "(";
+  for (size_t i = 0; i < t->fields.size(); ++i) s += (i ? ", " : "") + t->fields[i].str();
+  return s + ")";
+}
+
+}  // namespace kiln::relay
