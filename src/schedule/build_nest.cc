@@ -95,9 +95,10 @@ class NestBuilder {
     return idx;
   }
 
-  // Conditions keeping root values inside their axes' domains and, for data-parallel axes,
-  // inside the realized region (a split wider than a compute_at region must not write past the
-  // buffer), where not provable.
+  // Conditions, where not provable, keeping: root values inside their axes' domains; every
+  // split parent below its extent (a split of an overhanging split would otherwise visit some
+  // points twice); data-parallel values inside the realized region (a split wider than a
+  // compute_at region must not write past the buffer).
   ir::Expr guard(const ValueMap& values, bool reduce_axes_too) const {
     ir::Expr cond;
     auto require = [&](const ir::Expr& c) {
@@ -108,6 +109,14 @@ class NestBuilder {
       ir::Expr v = values.at(r.get());
       require(v >= r->dom.min);
       require(v < r->dom.min + r->dom.extent);
+    }
+    for (const IterVarRelation& rel : s_.relations) {
+      if (rel.kind != IterVarRelation::Kind::Split) continue;
+      if (rel.parent->iter_kind == ir::IterKind::Reduce && !reduce_axes_too) continue;
+      auto v = values.find(rel.parent.get());
+      if (v == values.end()) continue;
+      const ir::Range& r = ctx_.b.ranges.at(rel.parent.get());
+      require(v->second < r.min + r.extent);
     }
     const Storage& st = ctx_.storage.at(&s_)[0];
     for (size_t d = 0; d < c_.axis.size(); ++d) {

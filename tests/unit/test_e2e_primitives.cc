@@ -172,3 +172,18 @@ TEST_CASE("primitive: bind lowers, and the CPU backend refuses thread-bound loop
   m.st().bind(m.i(), "blockIdx.x");
   REQUIRE_THROWS_WITH(e2e::run_f32(m.s, {m.a, m.b, m.c}, {a_data(), b_data()}), Contains("blockIdx.x"));
 }
+
+TEST_CASE("primitive: splits of an overhanging split visit each point once", "[e2e][primitive]") {
+  // k (20) split by 16 -> k.inner (16) split by 11 -> 2 x 11 = 22 > 16: without a guard on the
+  // intermediate k.inner, points k = 11..15 would be summed twice (found by the random test).
+  check_matmul([](Mm& m) {
+    auto [ko, ki] = m.st().split(m.k(), 16);
+    auto [kio, kii] = m.st().split(ki, 11);
+    m.st().split(kii, 6);
+  });
+  check_matmul([](Mm& m) {  // the same on a data-parallel axis
+    auto [jo, ji] = m.st().split(m.j(), 32);
+    auto [jio, jii] = m.st().split(ji, 7);
+    m.st().split(jii, 3);
+  });
+}
