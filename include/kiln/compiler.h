@@ -1,0 +1,47 @@
+// Compiling a graph-IR model into kernels, a graph plan and weights: kiln's main job.
+//
+//   relay::Module m = relay::from_onnx("model.onnx");
+//   CompiledModel c = compile(m, CompileOptions{});
+//   export_library(c, "model.so");          // kernels + graph + weights in one .so
+//
+// compile() runs the graph passes (infer_types, fold_constants, fold_batch_norm, simplify,
+// eliminate_common_subexpr, remove_dead, alter_layout, fuse_ops, plan_memory), lowers every
+// fused group to te (te/ops/lowering.h), schedules it (default template, or the tuning log's
+// best record), and lowers it to a PrimFunc through the loop-level pipeline (codegen/driver.h).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/target.h"
+#include "kiln/ir/stmt.h"
+#include "kiln/relay/module.h"
+#include "kiln/runtime/graph_plan.h"
+
+namespace kiln {
+
+struct CompileOptions {
+  codegen::Target target = codegen::Target::host();
+  // Print the graph after the named pass (or "all") to dump_to (stderr when null).
+  std::string dump_ir_stage;
+  std::ostream* dump_to = nullptr;
+  // A tuning log (autotune records); empty: default schedules.
+  std::string tuning_log;
+};
+
+struct CompiledModel {
+  runtime::GraphPlan plan;
+  std::vector<ir::PrimFunc> kernels;  // after codegen::optimize_ir, one per fused group
+  std::vector<uint8_t> weights;       // constants, at the offsets the plan's entries give
+  std::vector<std::string> notes;     // fallbacks and decisions worth telling the user
+};
+
+CompiledModel compile(const relay::Module& module, const CompileOptions& options = CompileOptions());
+
+// Builds the kernels for the plan's target and writes one shared library holding kernels, graph
+// plan, weights and metadata; the runtime (kiln_runtime.h) loads it.
+void export_library(const CompiledModel& model, const std::string& path);
+
+}  // namespace kiln

@@ -1,0 +1,57 @@
+// GraphPlan: what a compiled model's graph executor runs, shared by the compiler (which builds
+// it) and the runtime (which loads it from a .so and executes it). No LLVM, protobuf or XGBoost.
+//
+// Every tensor value of the graph is an *entry*: a dtype and shape living at a byte offset in
+// one of the planned *storages* (memory planning lets entries whose lifetimes do not overlap
+// share a storage). Inputs, outputs and constants are entries too: inputs are copied into
+// their storage (or bound), constants live in the weights blob. A *node* calls one kernel with
+// entry ids as arguments, in the kernel's parameter order (inputs first, then outputs).
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+struct GraphEntry {
+  DLDataType dtype{kDLFloat, 32, 1};
+  std::vector<int64_t> shape;
+  int storage = -1;         // index into storage_bytes; -1 for a constant
+  int64_t offset = 0;       // byte offset in its storage, or in the weights blob for a constant
+  bool is_constant = false;
+};
+
+struct GraphNode {
+  std::string kernel;        // symbol of the kernel (runtime/kernel.h calling convention)
+  std::vector<int> args;     // entry ids, in the kernel's parameter order
+  std::string label;         // what the node computes, for profiles and errors ("conv2d+add+relu")
+};
+
+struct GraphIO {
+  std::string name;
+  int entry = -1;
+};
+
+struct GraphPlan {
+  std::string kiln_version;
+  std::string target;        // the codegen target string the kernels were built for
+  std::vector<int64_t> storage_bytes;
+  std::vector<GraphEntry> entries;
+  std::vector<GraphNode> nodes;   // in execution order
+  std::vector<GraphIO> inputs;
+  std::vector<GraphIO> outputs;
+  int64_t weights_bytes = 0;
+  uint64_t weights_checksum = 0;  // FNV-1a 64 of the weights blob
+};
+
+// Deterministic JSON text of a plan, and its inverse (kiln::Error naming what is malformed).
+std::string to_json(const GraphPlan& plan);
+GraphPlan plan_from_json(const std::string& text);
+
+// FNV-1a 64-bit hash, the checksum of weights blobs.
+uint64_t fnv1a64(const void* data, size_t size);
+
+}  // namespace kiln::runtime
