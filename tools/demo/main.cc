@@ -1,10 +1,14 @@
 // kiln's demo: declares, schedules, compiles and runs a matmul and a conv2d on this CPU, checks
 // each against a plain-loop reference and prints the achieved GFLOPS.
+//
+//   kiln_demo [--print-ir] [--print-llvm] [--print-asm]
+// prints the matmul kernel's loop IR after every pass, its optimized LLVM IR, its assembly.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "kiln/codegen/driver.h"
@@ -46,10 +50,10 @@ bool report(const char* what, double flops, double secs, const std::vector<float
   return ok;
 }
 
-bool demo_matmul(int64_t n) {
+bool demo_matmul(int64_t n, const codegen::PipelineOptions& show) {
   schedule::Config cfg;
   auto p = schedule::matmul_cpu(n, n, n, cfg);
-  auto mod = codegen::build(p.sched, p.args(), codegen::Target::host(), "matmul");
+  auto mod = codegen::build(p.sched, p.args(), codegen::Target::host(), "matmul", show);
   size_t e = size_t(n) * n;
   auto av = ref::random_floats(e, 1), bv = ref::random_floats(e, 2);
   float *a = aligned_copy(av), *b = aligned_copy(bv), *c = aligned_copy(std::vector<float>(e));
@@ -106,10 +110,21 @@ bool demo_conv2d() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  codegen::PipelineOptions show;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--print-ir") show.dump_ir_after = "all";
+    else if (a == "--print-llvm") show.build.dump_llvm_ir = true;
+    else if (a == "--print-asm") show.build.dump_asm = true;
+    else {
+      std::fprintf(stderr, "kiln_demo: unknown option '%s' (expected --print-ir, --print-llvm, --print-asm)\n", argv[i]);
+      return 2;
+    }
+  }
   try {
     std::printf("kiln demo on %s, %d threads\n", codegen::Target::host().str().c_str(), kiln_get_num_threads());
-    bool ok = demo_matmul(512);
+    bool ok = demo_matmul(512, show);
     ok = demo_conv2d() && ok;
     return ok ? 0 : 1;
   } catch (const std::exception& e) {
