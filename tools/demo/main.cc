@@ -4,13 +4,13 @@
 //   kiln_demo [--print-ir] [--print-llvm] [--print-asm]
 // prints the matmul kernel's loop IR after every pass, its optimized LLVM IR, its assembly.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "kiln/autotune/measure_process.h"
 #include "kiln/codegen/driver.h"
 #include "kiln/schedule/templates/matmul_cpu.h"
 #include "kiln/te/ops/nn.h"
@@ -21,16 +21,10 @@ using namespace kiln;
 namespace {
 
 double seconds_per_call(const std::function<void()>& fn) {
-  fn();
-  int calls = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  double elapsed = 0;
-  do {
-    fn();
-    ++calls;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } while (elapsed < 0.5);
-  return elapsed / calls;
+  autotune::TimerOptions opts;
+  opts.repeat = 3;
+  opts.min_duration_s = 0.2;
+  return autotune::time_function(fn, opts).median;
 }
 
 // The kernels assume 64-byte aligned buffers (runtime/kernel.h).
