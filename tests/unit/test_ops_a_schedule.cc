@@ -133,3 +133,34 @@ TEST_CASE("reduction_cpu: a reduction over the inner axis runs parallel over the
   auto s3 = schedule::create({arg});
   CHECK_THROWS_WITH(schedule::injective_cpu(s3, arg, cfg), Catch::Contains("reduction_cpu"));
 }
+
+TEST_CASE("templates: odd inner extents stay plain inner loops under a parallel outer loop", "[ops_a]") {
+  // squeezenet's concat: [1, 64, 55, 55] twice along channels; 55 has no power-of-two factor.
+  auto a = te::placeholder({1, 64, 55, 55}, f32, "a"), b = te::placeholder({1, 64, 55, 55}, f32, "b");
+  auto y = te::ops::concatenate({a, b}, 1);
+  auto s = schedule::create({y});
+  schedule::Config cfg;
+  schedule::injective_cpu(s, y, cfg);
+  std::string ir = final_ir(s, {a, b, y});
+  INFO(ir);
+  CHECK(contains(ir, "parallel for (i0.i1.i2.fused.fused, 0, 7040)"));  // the channel test is per row
+  CHECK(contains(ir, "for (i3, 0, 55)"));
+  HostTensor av = random_tensor(f32, {1, 64, 55, 55}, 5), bv = random_tensor(f32, {1, 64, 55, 55}, 6);
+  std::vector<relay::Type> types{relay::tensor_type(f32, {1, 128, 55, 55})};
+  CHECK(mismatch(build_and_run({a, b}, {y}, {av, bv}, types, Sched::Default)[0],
+                 build_and_run({a, b}, {y}, {av, bv}, types, Sched::Naive)[0], 0, 0) == "");
+
+  // A sum over channels of [16, 64, 55]: the kept odd axis runs inside the reduce loop.
+  auto x = te::placeholder({16, 64, 55}, f32, "x");
+  auto r = te::ops::reduce(x, te::ops::ReduceKind::Sum, {1}, false, "sum");
+  auto s2 = schedule::create({r});
+  schedule::reduction_cpu(s2, r, cfg);
+  std::string ir2 = final_ir(s2, {x, r});
+  INFO(ir2);
+  CHECK(contains(ir2, "parallel for (i0, 0, 16)"));
+  CHECK(ir2.find("for (k1, 0, 64)") < ir2.find("for (i1, 0, 55)"));
+  HostTensor xv = random_tensor(f32, {16, 64, 55}, 7);
+  std::vector<relay::Type> types2{relay::tensor_type(f32, {16, 55})};
+  CHECK(mismatch(build_and_run({x}, {r}, {xv}, types2, Sched::Default)[0],
+                 build_and_run({x}, {r}, {xv}, types2, Sched::Naive)[0], 1e-6, 0) == "");
+}

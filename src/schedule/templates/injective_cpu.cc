@@ -57,14 +57,17 @@ void schedule_injective_stage(Schedule& s, const te::Tensor& t, Config& cfg) {
     order.push_back(i);
     st.reorder(order);
     st.vectorize(i);
-    order.pop_back();
-  } else {
-    order.insert(order.end(), axes.begin() + v, axes.end());
+    order.pop_back();  // everything outside the vector loop fuses into the parallel loop
+  } else if (v == 0) {
+    order.push_back(axes[0]);
   }
-  // Everything outside the vector loop fuses into one loop, the one that runs in parallel.
+  // Without a vector loop (an odd inner extent, e.g. 55), the inner axes stay plain loops:
+  // no per-element div/mod to recover them, and LLVM vectorizes and unswitches them itself.
+  int64_t outer_extent = 1;
+  for (const ir::IterVar& iv : order) outer_extent *= *ir::as_const_int(iv->dom.extent);
   ir::IterVar outer = order.back();
   for (size_t d = order.size() - 1; d-- > 0;) outer = st.fuse(order[d], outer);
-  if (numel(c->shape) >= parallel_min && numel(c->shape) / lanes >= 2) st.parallel(outer);
+  if (numel(c->shape) >= parallel_min && outer_extent >= 2) st.parallel(outer);
 }
 
 void injective_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, Config& cfg) {

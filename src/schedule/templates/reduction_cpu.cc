@@ -53,7 +53,8 @@ void schedule_reduction_stage(Stage st, Config& cfg) {
   for (const ir::DataType& t : c.dtypes) bytes = std::max(bytes, t.bytes());
   int64_t lanes = pow2_divisor(extent_of(data.back()), std::max<int64_t>(vector_bytes / bytes, 1));
   ir::IterVar outer = data.back();
-  if (lanes >= 2 && innermost_axis_kept(c)) {
+  bool kept = innermost_axis_kept(c);
+  if (kept && lanes >= 2) {
     auto [jo, ji] = st.split(data.back(), lanes);
     outer = jo;
     for (size_t d = data.size() - 1; d-- > 0;) outer = st.fuse(data[d], outer);
@@ -63,6 +64,16 @@ void schedule_reduction_stage(Stage st, Config& cfg) {
     st.reorder(order);
     st.vectorize(ji);
     out_elems /= lanes;
+  } else if (kept && data.size() >= 2) {
+    // An odd kept inner extent (e.g. 55*55): it stays the innermost plain loop, inside the
+    // reduce loops, where LLVM vectorizes it (no dependence between its iterations).
+    outer = data[data.size() - 2];
+    for (size_t d = data.size() - 2; d-- > 0;) outer = st.fuse(data[d], outer);
+    std::vector<ir::IterVar> order{outer};
+    order.insert(order.end(), red.begin(), red.end());
+    order.push_back(data.back());
+    st.reorder(order);
+    out_elems /= extent_of(data.back());
   } else {
     for (size_t d = data.size() - 1; d-- > 0;) outer = st.fuse(data[d], outer);
   }

@@ -45,10 +45,11 @@ std::string with_context(const std::string& op, const relay::Attrs& attrs, const
   return ctx + ": " + msg;
 }
 
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
+std::vector<int64_t> without_ones(const std::vector<int64_t>& s) {
+  std::vector<int64_t> r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
 }
 }  // namespace
 
@@ -72,8 +73,9 @@ void set_lowering(const std::string& op, FLower f) {
         KILN_CHECK(outs[i].dtype() == out_dtype(want[i]))
             << op << " lowered output " << i << " to " << outs[i].dtype().str() << ", type says " << want[i].str();
         if (outs[i].shape() == shape) continue;
-        KILN_CHECK(numel(outs[i].shape()) == numel(shape))
-            << op << " lowered output " << i << " has the wrong element count for " << want[i].str();
+        // Only an arrangement of 1s may differ (same elements, same order); anything else is a bug.
+        KILN_CHECK(without_ones(outs[i].shape()) == without_ones(shape))
+            << op << " lowered output " << i << " to a shape that does not fit " << want[i].str();
         outs[i] = reshape(outs[i], shape, op);
       }
       return outs;

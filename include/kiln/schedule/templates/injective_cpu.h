@@ -10,7 +10,9 @@
 // two up to it that divides the axis: a guarded tail would keep the loop serial) and its inner
 // part vectorized; everything else fuses into one outer loop, which runs in parallel when the
 // output is big enough to pay for waking the thread pool. (Splitting the axis rather than the
-// fused loop keeps vector accesses contiguous ramps instead of div/mod of a ramp.)
+// fused loop keeps vector accesses contiguous ramps instead of div/mod of a ramp.) When no power
+// of two of at least 2 divides that axis, it and the axes after it stay plain inner loops (LLVM
+// vectorizes those itself) and only the axes before it fuse into the parallel loop.
 #pragma once
 
 #include <vector>

@@ -11,7 +11,8 @@
 // root stage: its kept (data) axes are fused into one parallel loop. When the innermost input
 // axis is reduced, the reduce loops run inside, serial. When it is kept (e.g. a sum over axis 1
 // of [N, C, HW]), the innermost kept axis is split by the vector width and its inner part,
-// vectorized, moves inside the reduce loops: out[.., j:j+v] += x[.., k, j:j+v], contiguous loads.
+// vectorized, moves inside the reduce loops: out[.., j:j+v] += x[.., k, j:j+v], contiguous loads
+// (an axis no power of two divides moves inside whole, as a plain loop LLVM can vectorize).
 // Outputs that are not reductions are scheduled like injective outputs.
 #pragma once
 
