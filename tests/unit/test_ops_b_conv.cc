@@ -183,3 +183,43 @@ TEST_CASE("conv2d_nchwc (blocked layout) matches the NCHW reference, alone and w
     CHECK(opsb_test::compare(got[0], (tail ? wantr : wantb).to(f32), kRtol, kAtol) == "");
   }
 }
+
+TEST_CASE("weight_prepack: conv and dense lowered on weights packed at compile time", "[ops_b]") {
+  te::ops::register_lowerings_b();
+  struct C {
+    std::string op;
+    relay::Shape x, w;
+    Attrs attrs;
+  };
+  std::vector<C> cases = {{"nn.conv2d", {1, 6, 7, 9}, {20, 3, 3, 3}, conv_attrs({1, 2}, {1, 0, 1, 2}, {1, 1}, 2)},
+                          {"nn.conv2d", {1, 4, 6, 6}, {40, 4, 1, 1}, conv_attrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1)},
+                          {"nn.conv1d", {2, 3, 11}, {8, 3, 3}, conv_attrs({2}, {1, 1}, {1}, 1)},
+                          {"nn.dense", {3, 10}, {37, 10}, Attrs()}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const C& c = cases[i];
+    HostTensor x = random_tensor(f32, c.x, 80 + i), w = random_tensor(f32, c.w, 90 + i);
+    relay::Expr call = relay::make_call(c.op, {relay::make_var("x", x.type()), relay::make_constant(w)}, c.attrs);
+    const auto* cn = call.as<relay::CallNode>();
+    auto p = te::ops::weight_prepack(*cn);
+    REQUIRE(p.has_value());
+    REQUIRE(p->input == 1);
+    HostTensor packed = p->pack(w);
+    opsb_test::Lowered l;
+    l.call = call;
+    l.inputs = {te::placeholder(c.x, f32, "x"), te::placeholder(packed.shape(), f32, "wp")};
+    l.outputs = p->lower(l.inputs, cn->attrs, cn->type);
+    HostTensor want = c.op == "nn.dense" ? opsb_ref::dense(x, w)
+                                         : opsb_ref::conv(x, w, c.attrs.get_ints("strides"), c.attrs.get_ints("padding"),
+                                                          c.attrs.get_ints("dilation"), c.attrs.get_int("groups"));
+    schedule::Config cfg;
+    INFO("case " << i);
+    CHECK(opsb_test::compare(opsb_test::run(schedule::schedule_anchor_cpu(l.outputs, l.outputs[0], cfg), l, {x, packed})[0],
+                             want, kRtol, kAtol) == "");
+    CHECK(opsb_test::compare(opsb_test::run(schedule::create(l.outputs), l, {x, packed})[0], want, kRtol, kAtol) == "");
+  }
+  // Depthwise convolutions read their weight as is.
+  relay::Expr dw = relay::make_call("nn.conv2d", {relay::make_var("x", relay::tensor_type(f32, {1, 4, 5, 5})),
+                                                  relay::make_var("w", relay::tensor_type(f32, {4, 1, 3, 3}))},
+                                    conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 4));
+  CHECK_FALSE(te::ops::weight_prepack(*dw.as<relay::CallNode>()).has_value());
+}

@@ -1,6 +1,7 @@
 #include "kiln/te/ops/nn_conv.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kiln/relay/error.h"
 #include "kiln/support/error.h"
@@ -33,22 +34,25 @@ void check_window(const ConvNdAttrs& a, size_t d, const std::string& name) {
   }
 }
 
-ConvShape conv_shape(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+// Shapes of a convolution of x by a weight with `oc` output channels, `cg` input channels per
+// group and the given kernel extents.
+ConvShape conv_shape(const Tensor& x, int64_t oc, int64_t cg, const std::vector<int64_t>& kernel, const ConvNdAttrs& a,
+                     const std::string& name, const std::string& wname) {
   ConvShape s;
   s.d = a.dims();
   check_window(a, s.d, name);
-  KILN_USER_CHECK(x.ndim() == static_cast<int>(s.d) + 2 && w.ndim() == x.ndim())
-      << name << ": data " << x.name() << " and weight " << w.name() << " must both have rank " << s.d + 2;
+  KILN_USER_CHECK(x.ndim() == static_cast<int>(s.d) + 2 && kernel.size() == s.d)
+      << name << ": data " << x.name() << " and weight " << wname << " must both have rank " << s.d + 2;
   s.n = x.shape()[0];
   s.c = x.shape()[1];
-  s.oc = w.shape()[0];
-  s.cg = w.shape()[1];
+  s.oc = oc;
+  s.cg = cg;
   KILN_USER_CHECK(a.groups >= 1 && s.c % a.groups == 0 && s.oc % a.groups == 0 && s.cg * a.groups == s.c)
-      << name << ": weight " << w.name() << " has " << s.cg << " input channels per group, data has " << s.c
+      << name << ": weight " << wname << " has " << s.cg << " input channels per group, data has " << s.c
       << " channels in " << a.groups << " groups";
   s.og = s.oc / a.groups;
   for (size_t i = 0; i < s.d; ++i) {
-    int64_t in = x.shape()[2 + i], k = w.shape()[2 + i];
+    int64_t in = x.shape()[2 + i], k = kernel[i];
     int64_t ext = a.dilation[i] * (k - 1) + 1;
     int64_t padded = in + a.padding[i] + a.padding[s.d + i];
     KILN_USER_CHECK(padded >= ext) << name << ": kernel extent " << ext << " exceeds the padded input " << padded
@@ -58,6 +62,13 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, con
     s.out.push_back((padded - ext) / a.strides[i] + 1);
   }
   return s;
+}
+
+ConvShape conv_shape(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  KILN_USER_CHECK(w.ndim() == static_cast<int>(a.dims()) + 2)
+      << name << ": weight " << w.name() << " must have rank " << a.dims() + 2;
+  return conv_shape(x, w.shape()[0], w.shape()[1], std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()), a,
+                    name, w.name());
 }
 
 // x zero-padded on its spatial dims, or x itself when no pad is set.
@@ -83,27 +94,14 @@ int64_t conv_channel_block(int64_t oc, int64_t groups) {
   return 1;
 }
 
-Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t oc_block, const std::string& name) {
-  ConvShape s = conv_shape(x, w, a, name);
+namespace {
+
+// The blocked reduction over a padded input and a packed weight [OC/co, C/groups, K..., co],
+// and the unpacking into NC[D]HW.
+Tensor conv_core(const Tensor& xp, const Tensor& wp, const ConvShape& s, const ConvNdAttrs& a, int64_t co,
+                 const std::string& name) {
   size_t d = s.d;
-  int64_t co = oc_block > 0 ? oc_block : conv_channel_block(a.groups == 1 ? s.oc : s.og, a.groups);
-  KILN_USER_CHECK(a.groups == 1 || s.og % co == 0)
-      << name << ": output-channel block " << co << " must divide the " << s.og << " channels of a group";
   int64_t nblk = (s.oc + co - 1) / co;
-  Tensor xp = pad_spatial(x, a, 0.0, name + kPadSuffix);
-
-  std::vector<int64_t> pack_shape = {nblk, s.cg};
-  pack_shape.insert(pack_shape.end(), s.kernel.begin(), s.kernel.end());
-  pack_shape.push_back(co);
-  Tensor wp = compute(pack_shape, [&](const std::vector<Var>& v) {
-    Expr o = v[0] * c32(co) + v.back();
-    std::vector<Expr> idx = {o, v[1]};
-    for (size_t i = 0; i < d; ++i) idx.push_back(v[2 + i]);
-    if (nblk * co == s.oc) return w(idx);
-    idx[0] = ir::min(o, c32(s.oc - 1));
-    return ir::select(o < c32(s.oc), w(idx), ir::make_zero(w.dtype()));
-  }, name + kPackSuffix);
-
   auto rc = reduce_axis(s.cg, "rc");
   std::vector<IterVar> rk;
   for (size_t i = 0; i < d; ++i) rk.push_back(reduce_axis(s.kernel[i], "r" + std::to_string(i)));
@@ -133,6 +131,61 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t o
     idx.push_back(v[1] % c32(co));
     return blk(idx);
   }, name);
+}
+
+}  // namespace
+
+Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t oc_block, const std::string& name) {
+  ConvShape s = conv_shape(x, w, a, name);
+  size_t d = s.d;
+  int64_t co = oc_block > 0 ? oc_block : conv_channel_block(a.groups == 1 ? s.oc : s.og, a.groups);
+  KILN_USER_CHECK(a.groups == 1 || s.og % co == 0)
+      << name << ": output-channel block " << co << " must divide the " << s.og << " channels of a group";
+  int64_t nblk = (s.oc + co - 1) / co;
+
+  std::vector<int64_t> pack_shape = {nblk, s.cg};
+  pack_shape.insert(pack_shape.end(), s.kernel.begin(), s.kernel.end());
+  pack_shape.push_back(co);
+  Tensor wp = compute(pack_shape, [&](const std::vector<Var>& v) {
+    Expr o = v[0] * c32(co) + v.back();
+    std::vector<Expr> idx = {o, v[1]};
+    for (size_t i = 0; i < d; ++i) idx.push_back(v[2 + i]);
+    if (nblk * co == s.oc) return w(idx);
+    idx[0] = ir::min(o, c32(s.oc - 1));
+    return ir::select(o < c32(s.oc), w(idx), ir::make_zero(w.dtype()));
+  }, name + kPackSuffix);
+  return conv_core(pad_spatial(x, a, 0.0, name + kPadSuffix), wp, s, a, co, name);
+}
+
+Tensor conv_nd_packed(const Tensor& x, const Tensor& wp, int64_t oc, const ConvNdAttrs& a, const std::string& name) {
+  size_t d = a.dims();
+  KILN_USER_CHECK(wp.ndim() == static_cast<int>(d) + 3)
+      << name << ": packed weight " << wp.name() << " must be [OC/co, C/groups, K..., co]";
+  std::vector<int64_t> kernel(wp.shape().begin() + 2, wp.shape().end() - 1);
+  ConvShape s = conv_shape(x, oc, wp.shape()[1], kernel, a, name, wp.name());
+  int64_t co = wp.shape().back();
+  KILN_USER_CHECK(wp.shape()[0] == (oc + co - 1) / co && (a.groups == 1 || s.og % co == 0))
+      << name << ": packed weight " << wp.name() << " does not hold " << oc << " output channels in blocks of " << co;
+  return conv_core(pad_spatial(x, a, 0.0, name + kPadSuffix), wp, s, a, co, name);
+}
+
+relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups) {
+  KILN_USER_CHECK(w.rank() >= 3 && groups >= 1 && w.shape()[0] % groups == 0)
+      << "pack_conv_weight: weight " << w.type().str() << " is not [OC, C/groups, K...] for " << groups << " groups";
+  int64_t oc = w.shape()[0], co = conv_channel_block(groups == 1 ? oc : oc / groups, groups);
+  int64_t nblk = (oc + co - 1) / co, inner = w.numel() / std::max<int64_t>(oc, 1);
+  size_t eb = static_cast<size_t>(w.dtype().bytes());
+  relay::Shape shape = {nblk};
+  shape.insert(shape.end(), w.shape().begin() + 1, w.shape().end());
+  shape.push_back(co);
+  std::vector<uint8_t> bytes(static_cast<size_t>(nblk * inner * co) * eb, 0);
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t r = 0; r < inner; ++r) {
+      std::memcpy(&bytes[static_cast<size_t>(((o / co) * inner + r) * co + o % co) * eb], w.data() + (o * inner + r) * eb,
+                  eb);
+    }
+  }
+  return relay::HostTensor(w.dtype(), shape, std::move(bytes));
 }
 
 Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <map>
 
 #include "kiln/relay/error.h"
@@ -20,10 +21,21 @@ Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
 
 int64_t dense_panel_width(int64_t n) { return n <= 16 ? n : 16; }
 
+namespace {
+// x [M, K] times packed panels [N/nr, K, nr]: the blocked reduction and its unpacking.
+Tensor dense_core(const Tensor& x, const Tensor& wp, int64_t n, const std::string& name) {
+  int64_t m = x.shape()[0], k = x.shape()[1], nb = wp.shape()[0], nr = wp.shape()[2];
+  auto rk = reduce_axis(k, "k");
+  Tensor blk = compute({m, nb, nr}, [&](Var i, Var jo, Var ji) { return te::sum(x(i, rk) * wp(jo, rk, ji), {rk}); },
+                       name + kBlockedSuffix, {"i", "jo", "ji"});
+  return compute({m, n}, [&](Var i, Var j) { return blk(i, j / c32(nr), j % c32(nr)); }, name, {"i", "j"});
+}
+}  // namespace
+
 Tensor dense(const Tensor& x, const Tensor& w, int64_t panel, const std::string& name) {
   KILN_USER_CHECK(x.ndim() == 2 && w.ndim() == 2 && x.shape()[1] == w.shape()[1])
       << name << ": dense takes data [M, K] and weight [N, K], got " << x.name() << " and " << w.name();
-  int64_t m = x.shape()[0], k = x.shape()[1], n = w.shape()[0];
+  int64_t k = x.shape()[1], n = w.shape()[0];
   int64_t nr = panel > 0 ? panel : dense_panel_width(n);
   int64_t nb = (n + nr - 1) / nr;
   Tensor wp = compute({nb, k, nr}, [&](Var jo, Var kk, Var ji) {
@@ -31,10 +43,28 @@ Tensor dense(const Tensor& x, const Tensor& w, int64_t panel, const std::string&
     if (nb * nr == n) return w(j, kk);
     return ir::select(j < c32(n), w(ir::min(j, c32(n - 1)), kk), ir::make_zero(w.dtype()));
   }, name + kPackSuffix, {"jo", "k", "ji"});
-  auto rk = reduce_axis(k, "k");
-  Tensor blk = compute({m, nb, nr}, [&](Var i, Var jo, Var ji) { return te::sum(x(i, rk) * wp(jo, rk, ji), {rk}); },
-                       name + kBlockedSuffix, {"i", "jo", "ji"});
-  return compute({m, n}, [&](Var i, Var j) { return blk(i, j / c32(nr), j % c32(nr)); }, name, {"i", "j"});
+  return dense_core(x, wp, n, name);
+}
+
+Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const std::string& name) {
+  KILN_USER_CHECK(x.ndim() == 2 && w_packed.ndim() == 3 && x.shape()[1] == w_packed.shape()[1] &&
+                  w_packed.shape()[0] == (n + w_packed.shape()[2] - 1) / w_packed.shape()[2])
+      << name << ": dense_packed takes data [M, K] and panels [N/nr, K, nr] for N = " << n << ", got " << x.name()
+      << " and " << w_packed.name();
+  return dense_core(x, w_packed, n, name);
+}
+
+relay::HostTensor pack_dense_weight(const relay::HostTensor& w) {
+  KILN_USER_CHECK(w.rank() == 2) << "pack_dense_weight: weight " << w.type().str() << " is not [N, K]";
+  int64_t n = w.shape()[0], k = w.shape()[1], nr = dense_panel_width(n), nb = (n + nr - 1) / nr;
+  size_t eb = static_cast<size_t>(w.dtype().bytes());
+  std::vector<uint8_t> bytes(static_cast<size_t>(nb * k * nr) * eb, 0);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t q = 0; q < k; ++q) {
+      std::memcpy(&bytes[static_cast<size_t>(((j / nr) * k + q) * nr + j % nr) * eb], w.data() + (j * k + q) * eb, eb);
+    }
+  }
+  return relay::HostTensor(w.dtype(), {nb, k, nr}, std::move(bytes));
 }
 
 Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {

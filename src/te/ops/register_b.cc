@@ -174,6 +174,39 @@ void register_opaque() {
 
 }  // namespace
 
+std::optional<WeightPrepack> weight_prepack(const relay::CallNode& call) {
+  const std::string& op = call.op_name();
+  bool is_conv = op == "nn.conv1d" || op == "nn.conv2d" || op == "nn.conv3d";
+  if (!is_conv && op != "nn.dense") return std::nullopt;
+  if (call.args.size() != 2) return std::nullopt;
+  const auto* w = call.args[1]->type.as<relay::TensorTypeNode>();
+  const auto* out = call.type.as<relay::TensorTypeNode>();
+  if (!w || !out) return std::nullopt;
+  WeightPrepack p;
+  p.input = 1;
+  if (op == "nn.dense") {
+    int64_t n = out->shape[1];
+    p.pack = [](const relay::HostTensor& t) { return pack_dense_weight(t); };
+    p.lower = [op, n](const Inputs& in, const Attrs&, const relay::Type& type) {
+      Tensor t = dense_packed(in[0], in[1], n);
+      check_result(op, t, type);
+      return std::vector<Tensor>{t};
+    };
+    return p;
+  }
+  int64_t groups = call.attrs.get_int("groups");
+  if (groups > 1 && w->shape[1] == 1) return std::nullopt;  // depthwise: read as is
+  std::string base = op.substr(3);
+  int64_t oc = out->shape[1];
+  p.pack = [groups](const relay::HostTensor& t) { return pack_conv_weight(t, groups); };
+  p.lower = [op, base, oc](const Inputs& in, const Attrs& attrs, const relay::Type& type) {
+    Tensor t = conv_nd_packed(in[0], in[1], oc, conv_attrs(attrs, false), base);
+    check_result(op, t, type);
+    return std::vector<Tensor>{t};
+  };
+  return p;
+}
+
 void register_lowerings_b() {
   register_convs();
   register_pools();

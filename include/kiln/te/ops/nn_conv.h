@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/relay/host_tensor.h"
 #include "kiln/te/operation.h"
 
 namespace kiln::te::ops {
@@ -45,6 +46,15 @@ int64_t conv_channel_block(int64_t oc_per_group, int64_t groups);
 // depthwise_conv_nd instead (a block of output channels would span groups).
 Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t oc_block = 0,
                const std::string& name = "conv");
+
+// conv_nd with its weight already packed ([OC/co, C/groups, K..., co], as pack_conv_weight
+// makes it): no "<name>.wpack" stage; `oc` is the number of output channels.
+Tensor conv_nd_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, const ConvNdAttrs& a,
+                      const std::string& name = "conv");
+
+// The packed weight conv_nd's "<name>.wpack" stage computes, on the host, for a constant weight
+// [OC, C/groups, K...] (blocks of conv_channel_block; padded channels are zero).
+relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups);
 
 // One input channel per group (groups == C): out[n, oc] reads input channel oc / (OC / C).
 // Stages: <name>.pad (if padded), <name> (the reduction, in NC[D]HW).

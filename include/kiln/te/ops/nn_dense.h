@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/relay/host_tensor.h"
 #include "kiln/te/operation.h"
 
 namespace kiln::te::ops {
@@ -23,6 +24,13 @@ int64_t dense_panel_width(int64_t n);
 
 // x [M, K], w [N, K] -> [M, N]; panel 0 picks dense_panel_width.
 Tensor dense(const Tensor& x, const Tensor& w, int64_t panel = 0, const std::string& name = "dense");
+
+// dense with its weight already packed ([N/nr, K, nr], as pack_dense_weight makes it): no
+// "<name>.wpack" stage; `n` is the number of output columns.
+Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const std::string& name = "dense");
+
+// The panels dense's "<name>.wpack" stage computes, on the host, for a constant weight [N, K].
+relay::HostTensor pack_dense_weight(const relay::HostTensor& w);
 
 // numpy matmul: a [..., M, K] x b [..., K, N] -> [broadcast(...), M, N]; a 1-D a is a row
 // vector and a 1-D b a column vector, and their dims are dropped from the result. One stage.
