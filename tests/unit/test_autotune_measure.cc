@@ -106,7 +106,8 @@ TEST_CASE("measure: the timer's samples are sane", "[autotune][measure]") {
   CHECK(calls == timed_calls + o.warmup);
   CHECK(t.median >= *std::min_element(t.samples.begin(), t.samples.end()));
   CHECK(t.median <= *std::max_element(t.samples.begin(), t.samples.end()));
-  CHECK(t.median < 250e-6 * 3);  // generous: a shared 2-core machine
+  // No upper bound on the times: on a shared machine a preempted spin takes any time (timing
+  // belongs in benchmarks, not tests).
 
   // With the cache flushed before each sample (a small flush buffer keeps the test fast).
   o.flush_cache = true;
