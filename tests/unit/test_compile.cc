@@ -13,6 +13,7 @@
 #include "kiln/codegen/build.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/evaluate.h"
+#include "kiln/relay/lower_graph.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/runtime/version.h"
 #include "test_graph_util.h"
@@ -21,6 +22,8 @@ using namespace kiln::graph_test;
 using kiln::CompiledModel;
 using kiln::CompileOptions;
 using kiln::runtime::NDArray;
+namespace te = kiln::te;
+namespace ir = kiln::ir;
 
 namespace {
 
@@ -232,9 +235,33 @@ TEST_CASE("compile: every op without a lowering is listed in one error; unknown 
   if (!lrn_lowered) {
     CHECK_THROWS_WITH(kiln::compile(m), Catch::Matchers::Contains("no kernel lowering for 2 ops:\n  nn.lrn (node LRN_7)\n"
                                                                   "  nn.softmax (node Soft_0)"));
+    CHECK_THROWS_AS(kiln::compile(m), kiln::UnsupportedError);
   }
   CompileOptions opts;
   opts.dump_ir_stage = "fuse";
   CHECK_THROWS_WITH(kiln::compile(m, opts), Catch::Matchers::Contains("unknown IR stage 'fuse' to dump; stages: "
                                                                       "infer_types, fold_constants"));
+}
+
+TEST_CASE("lower_group: an input the lowering ignores stays a parameter in its place", "[graph][compile]") {
+  relay::Expr a = var("a", {16}), b = var("b", {16});
+  Module m = Module::make({a, b}, {call("maximum", {a, b})}, {"y"});
+  std::any saved = get_op("maximum").lower;
+  // A lowering that only needs its second input.
+  set_op_lowering("maximum", te::ops::FLower([](const std::vector<te::Tensor>& in, const Attrs&, const Type&) {
+    return std::vector<te::Tensor>{te::compute({16}, [&](ir::Var i) { return in[1](i) + ir::make_const(in[1].dtype(), 1); })};
+  }));
+  FusedModule f = fuse_ops(m);
+  ir::PrimFunc k = lower_group(f.groups[0], "k");
+  set_op_lowering("maximum", saved);
+  REQUIRE(k.params.size() == 3);
+  CHECK(k.params[0]->name == "a");
+  CHECK(k.params[1]->name == "b");
+  kiln::codegen::Module mod = kiln::codegen::build({k});
+  NDArray x = NDArray::zeros({16}, kiln::runtime::dtype_f32()), y = NDArray::zeros({16}, kiln::runtime::dtype_f32());
+  NDArray z = NDArray::zeros({16}, kiln::runtime::dtype_f32());
+  for (int i = 0; i < 16; ++i) y.data<float>()[i] = static_cast<float>(i);
+  void* args[] = {x.raw_data(), y.raw_data(), z.raw_data()};
+  REQUIRE(mod.get_function("k")(args, 3) == 0);
+  for (int i = 0; i < 16; ++i) CHECK(z.data<float>()[i] == static_cast<float>(i + 1));
 }

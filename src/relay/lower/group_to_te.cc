@@ -20,8 +20,8 @@ using analysis::value_key;
 // te has no rank-0 tensors: a relay scalar is a te tensor of shape [1] (same bytes).
 std::vector<int64_t> te_shape(const Shape& s, const std::string& what) {
   for (int64_t d : s)
-    KILN_USER_CHECK(d > 0) << what << " has an empty shape " << shape_str(s)
-                           << "; kernels on tensors with zero elements are not supported";
+    KILN_SUPPORTED(d > 0) << what << " has an empty shape " << shape_str(s)
+                          << "; kernels on tensors with zero elements are not supported";
   return s.empty() ? std::vector<int64_t>{1} : s;
 }
 
@@ -75,7 +75,7 @@ GroupProgram group_to_te(const FusedGroup& group) {
   }
   for (const Expr& e : group.calls) {
     const auto* c = e.as<CallNode>();
-    KILN_USER_CHECK(c->op->has_lowering()) << describe(c) << ": no kernel lowering for op '" << c->op_name() << "'";
+    KILN_SUPPORTED(c->op->has_lowering()) << describe(c) << ": no kernel lowering for op '" << c->op_name() << "'";
     const auto* lower = std::any_cast<te::ops::FLower>(&c->op->lower);
     KILN_CHECK(lower != nullptr) << "the lowering slot of " << c->op_name() << " does not hold a te::ops::FLower";
     std::vector<te::Tensor> args;
@@ -91,8 +91,10 @@ GroupProgram group_to_te(const FusedGroup& group) {
     std::vector<te::Tensor> outs;
     try {
       outs = (*lower)(args, c->attrs, c->type);
-    } catch (const Error& err) {
+    } catch (const UnsupportedError& err) {
       // Lowerings name the op; the graph node tells the user which one of many it was.
+      throw UnsupportedError(c->name.empty() ? std::string(err.what()) : fmt::format("{} (node '{}')", err.what(), c->name));
+    } catch (const Error& err) {
       throw Error(c->name.empty() ? std::string(err.what()) : fmt::format("{} (node '{}')", err.what(), c->name));
     }
     const auto* tuple = c->type.as<TupleTypeNode>();
