@@ -1,9 +1,10 @@
 // Helpers of the graph-compiler tests: graph builders and a few test-only op lowerings.
 //
 // The production lowerings belong to the op library (te/ops/lowering.h). These tests need some
-// ops lowered before it lands, so ScopedTestLowerings installs simple te definitions for a
-// handful of ops and puts back whatever the slots held before when it goes out of scope, so
-// other tests in the binary see the registry unchanged.
+// ops lowered before it lands, so ScopedTestLowerings first registers the library's lowerings
+// (what compile() does), then installs simple te definitions for the ops still without one,
+// and empties those slots again when it goes out of scope, so other tests in the binary see the
+// registry as the library left it. Once the library lowers these ops, the tests use its code.
 #pragma once
 
 #include <algorithm>
@@ -180,6 +181,7 @@ inline Expr mul_f(Expr a, Expr b) { return a * b; }
 class ScopedTestLowerings {
  public:
   ScopedTestLowerings() {
+    te::ops::register_lowerings();
     set("add", detail::binary(detail::add_f));
     set("multiply", detail::binary(detail::mul_f));
     set("nn.relu", detail::unary(detail::relu_f));
@@ -193,17 +195,18 @@ class ScopedTestLowerings {
     set("split", detail::split);
   }
   ~ScopedTestLowerings() {
-    for (auto& [name, old] : saved_) set_op_lowering(name, old);
+    for (const std::string& name : installed_) set_op_lowering(name, std::any());
   }
   ScopedTestLowerings(const ScopedTestLowerings&) = delete;
   ScopedTestLowerings& operator=(const ScopedTestLowerings&) = delete;
 
  private:
   void set(const std::string& name, te::ops::FLower f) {
-    saved_.emplace_back(name, get_op(name).lower);
+    if (get_op(name).has_lowering()) return;
+    installed_.push_back(name);
     set_op_lowering(name, std::move(f));
   }
-  std::vector<std::pair<std::string, std::any>> saved_;
+  std::vector<std::string> installed_;
 };
 
 }  // namespace kiln::graph_test

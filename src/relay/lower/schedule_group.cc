@@ -1,12 +1,28 @@
-// schedule_group: the default CPU schedule of a fused group.
+// schedule_group: the CPU schedule of a fused group.
 //
-// A stand-in until the op library's templates (anchor_cpu.h, injective_cpu.h, reduction_cpu.h)
-// land: correct for any group, fast for elementwise/injective ones, plain for anchors. Stages
-// without a reduction are inlined into their readers (padding into a conv, bias and relu into one
-// loop nest); what remains (outputs, reductions) gets its outer axes fused into one parallel loop
-// and, for stages without a reduction, the innermost axis split by the vector width and
-// vectorized when the width divides it (a guarded tail would keep the loop scalar).
+// The op library's templates pick the schedule when they are part of the build: the anchor
+// template (conv, dense, pooling, softmax, ... with their epilogues) for groups with an
+// out-elementwise-fusable or opaque op, the reduction template for reductions with their
+// producers, the injective template for everything else. __has_include switches to them as soon
+// as their headers are merged, so the graph compiler needs no change when they land.
+//
+// Without them, a default that is correct for any group and fast for elementwise/injective
+// ones: stages without a reduction are inlined into their readers (padding into a conv, bias and
+// relu into one loop nest); what remains (outputs, reductions) gets its outer axes fused into
+// one parallel loop and, for stages without a reduction, the innermost axis split by the vector
+// width and vectorized when the width divides it (a guarded tail would keep the loop scalar).
 #include "kiln/relay/lower_graph.h"
+#include "kiln/schedule/config.h"
+
+#if __has_include("kiln/schedule/templates/anchor_cpu.h")
+#include "kiln/schedule/templates/anchor_cpu.h"
+#define KILN_HAVE_ANCHOR_CPU 1
+#endif
+#if __has_include("kiln/schedule/templates/injective_cpu.h") && __has_include("kiln/schedule/templates/reduction_cpu.h")
+#include "kiln/schedule/templates/injective_cpu.h"
+#include "kiln/schedule/templates/reduction_cpu.h"
+#define KILN_HAVE_INJECTIVE_CPU 1
+#endif
 
 namespace kiln::relay {
 
@@ -53,9 +69,7 @@ void schedule_root(schedule::Stage st) {
   if (inner.defined()) st.vectorize(inner);
 }
 
-}  // namespace
-
-schedule::Schedule schedule_group(const GroupProgram& p, const FusedGroup&) {
+schedule::Schedule default_schedule(const GroupProgram& p) {
   schedule::Schedule s = schedule::create(p.outputs);
   for (const schedule::Stage& st : s.stages()) {
     const auto* c = st->op.as<te::ComputeOpNode>();
@@ -67,6 +81,36 @@ schedule::Schedule schedule_group(const GroupProgram& p, const FusedGroup&) {
     schedule_root(st);
   }
   return s;
+}
+
+// The tensor the group's anchor call lowered to.
+[[maybe_unused]] te::Tensor anchor_tensor(const GroupProgram& p, const FusedGroup& g) {
+  for (size_t i = 0; i < g.calls.size(); ++i)
+    if (g.calls[i].same_as(g.anchor)) return p.member_outputs[i][0];
+  return p.outputs[0];
+}
+
+}  // namespace
+
+schedule::Schedule schedule_group(const GroupProgram& p, const FusedGroup& group) {
+  schedule::Config cfg;  // the templates' defaults (tuning logs are not applied yet)
+  (void)cfg;
+#ifdef KILN_HAVE_ANCHOR_CPU
+  if (group.pattern >= OpPattern::OutElementwiseFusable)
+    return schedule::schedule_anchor_cpu(p.outputs, anchor_tensor(p, group), cfg);
+#endif
+#ifdef KILN_HAVE_INJECTIVE_CPU
+  if (group.pattern <= OpPattern::CommReduce) {
+    schedule::Schedule s = schedule::create(p.outputs);
+    if (group.pattern == OpPattern::CommReduce) {
+      schedule::reduction_cpu(s, p.outputs, cfg);
+    } else {
+      schedule::injective_cpu(s, p.outputs, cfg);
+    }
+    return s;
+  }
+#endif
+  return default_schedule(p);
 }
 
 }  // namespace kiln::relay
