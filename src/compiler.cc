@@ -10,13 +10,7 @@
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
-
-// The op library defines register_lowerings (te/ops/lowering.h). Until that lands on this branch,
-// a weak empty stand-in lets the compiler link; the library's strong definition replaces it.
-// TODO(graph): remove once the op library is merged.
-namespace kiln::te::ops {
-__attribute__((weak)) void register_lowerings() {}
-}  // namespace kiln::te::ops
+#include "kiln/te/ops/register_b.h"
 
 namespace kiln {
 
@@ -91,6 +85,10 @@ void check_lowerings(const relay::FusedModule& m) {
 CompiledModel compile(const relay::Module& module, const CompileOptions& options) {
   using namespace relay;
   te::ops::register_lowerings();
+  // register_b.h says register_lowerings() calls this; until src/te/ops/register.cc does, the
+  // nn half of the library is registered here (idempotent either way).
+  te::ops::register_lowerings_b();
+  register_layout_lowerings();
   Dumper dump(options);
   CompiledModel out;
   auto stage = [&](const std::string& name, Module m) {
@@ -111,6 +109,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   dump("fuse_ops", to_string(fused));
   check_lowerings(fused);
 
+  PrepackedWeights prepacked = prepack_weights(&fused);
   MemoryPlan memory = plan_memory(fused);
   dump("plan_memory", memory.str());
   out.notes.push_back(memory.note());
@@ -124,7 +123,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   std::vector<std::string> names;
   for (size_t i = 0; i < fused.groups.size(); ++i) {
     names.push_back(kernel_name(fused.groups[i], static_cast<int>(i)));
-    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline));
+    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline, &prepacked));
   }
   out.plan = make_graph_plan(fused, memory, names, options.target.str(), &out.weights);
   return out;

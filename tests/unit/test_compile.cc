@@ -29,43 +29,14 @@ namespace {
 
 using Values = std::map<std::string, std::vector<float>>;
 
-// Executes a compiled model as the graph executor would, in this process.
 Values run_plan(const CompiledModel& c, const Values& inputs) {
-  const auto& plan = c.plan;
-  kiln::codegen::Module mod = kiln::codegen::build(c.kernels);
-  std::vector<NDArray> storages;
-  for (int64_t b : plan.storage_bytes) storages.push_back(NDArray::zeros({std::max<int64_t>(b, 1)}, kiln::runtime::dtype_u8()));
-  NDArray weights = NDArray::zeros({std::max<int64_t>(plan.weights_bytes, 1)}, kiln::runtime::dtype_u8());
-  std::memcpy(weights.raw_data(), c.weights.data(), c.weights.size());
-  auto ptr = [&](int e) {
-    const auto& entry = plan.entries.at(e);
-    auto* base = static_cast<uint8_t*>(entry.is_constant ? weights.raw_data() : storages.at(entry.storage).raw_data());
-    return base + entry.offset;
-  };
-  auto numel = [&](int e) {
-    int64_t n = 1;
-    for (int64_t d : plan.entries[e].shape) n *= d;
-    return n;
-  };
-  for (const auto& io : plan.inputs) {
-    const std::vector<float>& v = inputs.at(io.name);
-    REQUIRE(static_cast<int64_t>(v.size()) == numel(io.entry));
-    std::memcpy(ptr(io.entry), v.data(), v.size() * sizeof(float));
-  }
-  REQUIRE(plan.nodes.size() == c.kernels.size());
-  for (size_t i = 0; i < plan.nodes.size(); ++i) {
-    const auto& node = plan.nodes[i];
-    REQUIRE(node.kernel == c.kernels[i].name);
-    REQUIRE(node.args.size() == c.kernels[i].params.size());
-    std::vector<void*> args;
-    for (int e : node.args) args.push_back(ptr(e));
-    INFO("kernel " << node.kernel << " (" << node.label << ")");
-    REQUIRE(mod.get_function(node.kernel)(args.data(), static_cast<int32_t>(args.size())) == 0);
-  }
+  std::map<std::string, HostTensor> in;
+  for (const auto& io : c.plan.inputs)
+    in[io.name] = HostTensor(DataType::f32(), c.plan.entries[io.entry].shape, inputs.at(io.name).data());
   Values out;
-  for (const auto& io : plan.outputs) {
-    const float* p = reinterpret_cast<const float*>(ptr(io.entry));
-    out[io.name] = std::vector<float>(p, p + numel(io.entry));
+  for (const auto& [name, t] : kiln::graph_test::run_plan(c, in)) {
+    std::vector<double> d = t.to_doubles();
+    out[name] = std::vector<float>(d.begin(), d.end());
   }
   return out;
 }
@@ -192,11 +163,33 @@ TEST_CASE("compile: a small model runs kernel by kernel in plan order and matche
   CHECK(c.plan.outputs[0].name == "probs");
   CHECK(c.plan.target == kiln::codegen::Target::host().str());
   CHECK(c.plan.kiln_version == KILN_VERSION_STRING);
-  // Weights: both constants at 64-byte aligned offsets, the checksum over the blob.
-  CHECK(c.plan.weights_bytes == 448 + 16);  // 108 floats (432 B), padded to 448, then 4 floats
-  CHECK(c.plan.weights_checksum == kiln::runtime::fnv1a64(c.weights.data(), c.weights.size()));
+  // Weights: the two constants (the conv weight maybe prepacked) at 64-byte aligned offsets, one
+  // after the other, the checksum over the blob; the bias's bytes are the model's.
+  std::vector<const kiln::runtime::GraphEntry*> consts;
   for (const auto& e : c.plan.entries)
-    if (e.is_constant) CHECK(e.offset % 64 == 0);
+    if (e.is_constant) consts.push_back(&e);
+  REQUIRE(consts.size() == 2);
+  int64_t end = 0;
+  for (const auto* e : consts) {
+    int64_t bytes = 4;
+    for (int64_t d : e->shape) bytes *= d;
+    CHECK(e->offset % 64 == 0);
+    CHECK(e->offset >= end);
+    CHECK(e->offset < end + 64);
+    end = e->offset + bytes;
+  }
+  CHECK(c.plan.weights_bytes == end);
+  CHECK(c.plan.weights_checksum == kiln::runtime::fnv1a64(c.weights.data(), c.weights.size()));
+  // The conv weight is stored the way its kernel reads it: packed when the library prepacks it.
+  const auto* conv = m.outputs()[0].as<CallNode>();
+  while (conv->op_name() != "nn.conv2d") conv = conv->args[0].as<CallNode>();
+  auto prepack = te::ops::weight_prepack(*conv);
+  const HostTensor& w = conv->args[1].as<ConstantNode>()->value;
+  CHECK(consts[0]->shape == (prepack ? prepack->pack(w).shape() : w.shape()));
+  REQUIRE(consts[1]->shape == std::vector<int64_t>{4});
+  std::vector<float> bias(4);
+  std::memcpy(bias.data(), c.weights.data() + consts[1]->offset, 16);
+  CHECK(bias == std::vector<float>{0.5f, -0.25f, 0.125f, 1.0f});
   bool noted = false;
   for (const std::string& n : c.notes) noted = noted || n.rfind("plan_memory:", 0) == 0;
   CHECK(noted);

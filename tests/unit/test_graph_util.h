@@ -10,14 +10,20 @@
 #include <algorithm>
 #include <any>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/build.h"
+#include "kiln/compiler.h"
+#include "kiln/relay/lower_graph.h"
 #include "kiln/relay/op.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
 #include "kiln/te/ops/nn.h"
+#include "kiln/te/ops/register_b.h"
 
 namespace kiln::graph_test {
 
@@ -62,6 +68,56 @@ inline std::vector<double> conv_nchw_ref(const std::vector<double>& x, const Sha
           y[((n * O + o) * OH + i) * OW + j] = acc;
         }
   return y;
+}
+
+// Executes a compiled model as the graph executor would, in this process: kernels JIT-built,
+// storages and weights laid out as the plan says, nodes run in order. Checks each node's kernel
+// and argument count against the kernels; REQUIREs every kernel to return 0.
+inline std::map<std::string, HostTensor> run_plan(const CompiledModel& c,
+                                                  const std::map<std::string, HostTensor>& inputs) {
+  const auto& plan = c.plan;
+  codegen::Module mod = codegen::build(c.kernels);
+  auto aligned = [](int64_t bytes) {
+    return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::aligned_alloc(64, (std::max<int64_t>(bytes, 1) + 63) / 64 * 64)),
+                                    std::free);
+  };
+  std::vector<std::shared_ptr<uint8_t>> storages;
+  for (int64_t b : plan.storage_bytes) storages.push_back(aligned(b));
+  auto weights = aligned(plan.weights_bytes);
+  std::memcpy(weights.get(), c.weights.data(), c.weights.size());
+  auto ptr = [&](int e) {
+    const auto& entry = plan.entries.at(e);
+    return (entry.is_constant ? weights.get() : storages.at(entry.storage).get()) + entry.offset;
+  };
+  auto dtype = [](DLDataType t) {
+    if (t.code == kDLUInt && t.bits == 1) return DataType::boolean();
+    ir::TypeCode code = t.code == kDLInt ? ir::TypeCode::Int : t.code == kDLUInt ? ir::TypeCode::UInt
+                        : t.code == kDLBfloat ? ir::TypeCode::BFloat : ir::TypeCode::Float;
+    return DataType(code, t.bits);
+  };
+  for (const auto& io : plan.inputs) {
+    const HostTensor& v = inputs.at(io.name);
+    const auto& e = plan.entries[io.entry];
+    REQUIRE(v.shape() == e.shape);
+    REQUIRE(v.dtype() == dtype(e.dtype));
+    std::memcpy(ptr(io.entry), v.data(), v.nbytes());
+  }
+  REQUIRE(plan.nodes.size() == c.kernels.size());
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const auto& node = plan.nodes[i];
+    REQUIRE(node.kernel == c.kernels[i].name);
+    REQUIRE(node.args.size() == c.kernels[i].params.size());
+    std::vector<void*> args;
+    for (int e : node.args) args.push_back(ptr(e));
+    INFO("kernel " << node.kernel << " (" << node.label << ")");
+    REQUIRE(mod.get_function(node.kernel)(args.data(), static_cast<int32_t>(args.size())) == 0);
+  }
+  std::map<std::string, HostTensor> out;
+  for (const auto& io : plan.outputs) {
+    const auto& e = plan.entries[io.entry];
+    out[io.name] = HostTensor(dtype(e.dtype), e.shape, ptr(io.entry));
+  }
+  return out;
 }
 
 namespace detail {
@@ -182,6 +238,8 @@ class ScopedTestLowerings {
  public:
   ScopedTestLowerings() {
     te::ops::register_lowerings();
+    te::ops::register_lowerings_b();  // as compile() does
+    register_layout_lowerings();
     set("add", detail::binary(detail::add_f));
     set("multiply", detail::binary(detail::mul_f));
     set("nn.relu", detail::unary(detail::relu_f));

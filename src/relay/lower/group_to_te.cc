@@ -3,12 +3,14 @@
 
 #include <any>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "../analysis/liveness.h"
 #include "kiln/relay/lower_graph.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
+#include "kiln/te/ops/register_b.h"
 
 namespace kiln::relay {
 
@@ -63,7 +65,7 @@ std::vector<te::Tensor> GroupProgram::args() const {
   return a;
 }
 
-GroupProgram group_to_te(const FusedGroup& group) {
+GroupProgram group_to_te(const FusedGroup& group, const PrepackedWeights* prepacked) {
   GroupProgram p;
   std::map<ValueKey, te::Tensor> tensors;
   for (size_t i = 0; i < group.inputs.size(); ++i) {
@@ -78,8 +80,19 @@ GroupProgram group_to_te(const FusedGroup& group) {
     KILN_SUPPORTED(c->op->has_lowering()) << describe(c) << ": no kernel lowering for op '" << c->op_name() << "'";
     const auto* lower = std::any_cast<te::ops::FLower>(&c->op->lower);
     KILN_CHECK(lower != nullptr) << "the lowering slot of " << c->op_name() << " does not hold a te::ops::FLower";
+    // A weight packed at compile time: the packed constant is the group input, and the call is
+    // lowered by the form that reads it packed.
+    const PrepackedWeight* packed = nullptr;
+    std::optional<te::ops::WeightPrepack> prepack;
+    if (prepacked && prepacked->count(e.get())) {
+      packed = &prepacked->at(e.get());
+      prepack = te::ops::weight_prepack(*c);
+      KILN_CHECK(prepack.has_value()) << describe(c) << " was prepacked but has no prepacked lowering";
+      lower = &prepack->lower;
+    }
     std::vector<te::Tensor> args;
-    for (const Expr& a : c->args) {
+    for (size_t i = 0; i < c->args.size(); ++i) {
+      const Expr& a = packed && i == packed->arg ? packed->packed : c->args[i];
       if (is_inlined_constant(a)) {
         args.push_back(scalar_stage(a.as<ConstantNode>()));
         continue;
@@ -139,8 +152,9 @@ std::string kernel_name(const FusedGroup& group, int index) {
   return "fused" + ops + "_" + std::to_string(index);
 }
 
-ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name, const codegen::PipelineOptions& options) {
-  GroupProgram p = group_to_te(group);
+ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name, const codegen::PipelineOptions& options,
+                         const PrepackedWeights* prepacked) {
+  GroupProgram p = group_to_te(group, prepacked);
   schedule::Schedule s = schedule_group(p, group);
   // A lowering may ignore an input (only its shape mattered). Lowering takes only tensors the
   // program reads, so such inputs are left out there and put back as parameters nobody loads,
