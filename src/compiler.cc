@@ -102,7 +102,8 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   m = stage("simplify", simplify(m));
   m = stage("eliminate_common_subexpr", eliminate_common_subexpr(m));
   m = stage("remove_dead", remove_dead(m));
-  // Off until the op library lowers nn.conv2d_NCHWc (CompileOptions::alter_layout).
+  // Off by default (CompileOptions::alter_layout): the library's convs are NCHW kernels reading
+  // prepacked weights; nn.conv2d_NCHWc has only a plain direct lowering so far.
   if (options.alter_layout) m = stage("alter_layout", alter_layout(m));
 
   FusedModule fused = fuse_ops(m);
