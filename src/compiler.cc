@@ -10,7 +10,6 @@
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
-#include "kiln/te/ops/register_b.h"
 
 namespace kiln {
 
@@ -85,10 +84,7 @@ void check_lowerings(const relay::FusedModule& m) {
 CompiledModel compile(const relay::Module& module, const CompileOptions& options) {
   using namespace relay;
   te::ops::register_lowerings();
-  // register_b.h says register_lowerings() calls this; until src/te/ops/register.cc does, the
-  // nn half of the library is registered here (idempotent either way).
-  te::ops::register_lowerings_b();
-  register_layout_lowerings();
+  register_layout_lowerings();  // the two ops alter_layout makes
   Dumper dump(options);
   CompiledModel out;
   auto stage = [&](const std::string& name, Module m) {

@@ -16,6 +16,7 @@
 #include "kiln/relay/lower_graph.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/runtime/version.h"
+#include "kiln/te/ops/register_b.h"
 #include "test_graph_util.h"
 
 using namespace kiln::graph_test;
