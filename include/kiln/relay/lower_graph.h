@@ -53,10 +53,7 @@ struct GroupProgram {
 GroupProgram group_to_te(const FusedGroup& group, const PrepackedWeights* prepacked = nullptr);
 
 // The CPU schedule of a group: the op library's template for its kind (anchor_cpu.h for groups
-// with an out-elementwise-fusable or opaque op, reduction_cpu.h, injective_cpu.h) when they are
-// in the build; else a default: injective stages inlined into their readers, each stage that
-// stays (outputs, reductions) with its outer axes in parallel and its innermost axis vectorized
-// when its extent allows.
+// with an out-elementwise-fusable or opaque op, reduction_cpu.h, injective_cpu.h), default knobs.
 schedule::Schedule schedule_group(const GroupProgram& program, const FusedGroup& group);
 
 // "fused_nn_conv2d_add_nn_relu_3": a valid C symbol naming the ops, unique by the group index.
