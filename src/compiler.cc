@@ -74,8 +74,9 @@ void check_lowerings(const relay::FusedModule& m) {
     if (nodes.size() > 5) list += ", ... " + std::to_string(nodes.size()) + " in all";
     list += ")";
   }
-  KILN_THROW() << "no kernel lowering for " << missing.size() << " op" << (missing.size() > 1 ? "s" : "") << ":"
-               << list;
+  // Valid models using ops the library does not implement yet: "unsupported", not malformed.
+  KILN_SUPPORTED(false) << "no kernel lowering for " << missing.size() << " op" << (missing.size() > 1 ? "s" : "")
+                        << ":" << list;
 }
 
 }  // namespace
@@ -83,6 +84,7 @@ void check_lowerings(const relay::FusedModule& m) {
 CompiledModel compile(const relay::Module& module, const CompileOptions& options) {
   using namespace relay;
   te::ops::register_lowerings();
+  register_layout_lowerings();  // the two ops alter_layout makes
   Dumper dump(options);
   CompiledModel out;
   auto stage = [&](const std::string& name, Module m) {
@@ -96,13 +98,15 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   m = stage("simplify", simplify(m));
   m = stage("eliminate_common_subexpr", eliminate_common_subexpr(m));
   m = stage("remove_dead", remove_dead(m));
-  // Off until the op library lowers nn.conv2d_NCHWc (CompileOptions::alter_layout).
+  // Off by default (CompileOptions::alter_layout): the library's convs are NCHW kernels reading
+  // prepacked weights; nn.conv2d_NCHWc has only a plain direct lowering so far.
   if (options.alter_layout) m = stage("alter_layout", alter_layout(m));
 
   FusedModule fused = fuse_ops(m);
   dump("fuse_ops", to_string(fused));
   check_lowerings(fused);
 
+  PrepackedWeights prepacked = prepack_weights(&fused);
   MemoryPlan memory = plan_memory(fused);
   dump("plan_memory", memory.str());
   out.notes.push_back(memory.note());
@@ -116,7 +120,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   std::vector<std::string> names;
   for (size_t i = 0; i < fused.groups.size(); ++i) {
     names.push_back(kernel_name(fused.groups[i], static_cast<int>(i)));
-    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline));
+    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline, &prepacked));
   }
   out.plan = make_graph_plan(fused, memory, names, options.target.str(), &out.weights);
   return out;

@@ -13,56 +13,31 @@
 #include "kiln/codegen/build.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/evaluate.h"
+#include "kiln/relay/lower_graph.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/runtime/version.h"
+#include "kiln/te/ops/register_b.h"
 #include "test_graph_util.h"
 
 using namespace kiln::graph_test;
 using kiln::CompiledModel;
 using kiln::CompileOptions;
 using kiln::runtime::NDArray;
+namespace te = kiln::te;
+namespace ir = kiln::ir;
 
 namespace {
 
 using Values = std::map<std::string, std::vector<float>>;
 
-// Executes a compiled model as the graph executor would, in this process.
 Values run_plan(const CompiledModel& c, const Values& inputs) {
-  const auto& plan = c.plan;
-  kiln::codegen::Module mod = kiln::codegen::build(c.kernels);
-  std::vector<NDArray> storages;
-  for (int64_t b : plan.storage_bytes) storages.push_back(NDArray::zeros({std::max<int64_t>(b, 1)}, kiln::runtime::dtype_u8()));
-  NDArray weights = NDArray::zeros({std::max<int64_t>(plan.weights_bytes, 1)}, kiln::runtime::dtype_u8());
-  std::memcpy(weights.raw_data(), c.weights.data(), c.weights.size());
-  auto ptr = [&](int e) {
-    const auto& entry = plan.entries.at(e);
-    auto* base = static_cast<uint8_t*>(entry.is_constant ? weights.raw_data() : storages.at(entry.storage).raw_data());
-    return base + entry.offset;
-  };
-  auto numel = [&](int e) {
-    int64_t n = 1;
-    for (int64_t d : plan.entries[e].shape) n *= d;
-    return n;
-  };
-  for (const auto& io : plan.inputs) {
-    const std::vector<float>& v = inputs.at(io.name);
-    REQUIRE(static_cast<int64_t>(v.size()) == numel(io.entry));
-    std::memcpy(ptr(io.entry), v.data(), v.size() * sizeof(float));
-  }
-  REQUIRE(plan.nodes.size() == c.kernels.size());
-  for (size_t i = 0; i < plan.nodes.size(); ++i) {
-    const auto& node = plan.nodes[i];
-    REQUIRE(node.kernel == c.kernels[i].name);
-    REQUIRE(node.args.size() == c.kernels[i].params.size());
-    std::vector<void*> args;
-    for (int e : node.args) args.push_back(ptr(e));
-    INFO("kernel " << node.kernel << " (" << node.label << ")");
-    REQUIRE(mod.get_function(node.kernel)(args.data(), static_cast<int32_t>(args.size())) == 0);
-  }
+  std::map<std::string, HostTensor> in;
+  for (const auto& io : c.plan.inputs)
+    in[io.name] = HostTensor(DataType::f32(), c.plan.entries[io.entry].shape, inputs.at(io.name).data());
   Values out;
-  for (const auto& io : plan.outputs) {
-    const float* p = reinterpret_cast<const float*>(ptr(io.entry));
-    out[io.name] = std::vector<float>(p, p + numel(io.entry));
+  for (const auto& [name, t] : kiln::graph_test::run_plan(c, in)) {
+    std::vector<double> d = t.to_doubles();
+    out[name] = std::vector<float>(d.begin(), d.end());
   }
   return out;
 }
@@ -189,11 +164,33 @@ TEST_CASE("compile: a small model runs kernel by kernel in plan order and matche
   CHECK(c.plan.outputs[0].name == "probs");
   CHECK(c.plan.target == kiln::codegen::Target::host().str());
   CHECK(c.plan.kiln_version == KILN_VERSION_STRING);
-  // Weights: both constants at 64-byte aligned offsets, the checksum over the blob.
-  CHECK(c.plan.weights_bytes == 448 + 16);  // 108 floats (432 B), padded to 448, then 4 floats
-  CHECK(c.plan.weights_checksum == kiln::runtime::fnv1a64(c.weights.data(), c.weights.size()));
+  // Weights: the two constants (the conv weight maybe prepacked) at 64-byte aligned offsets, one
+  // after the other, the checksum over the blob; the bias's bytes are the model's.
+  std::vector<const kiln::runtime::GraphEntry*> consts;
   for (const auto& e : c.plan.entries)
-    if (e.is_constant) CHECK(e.offset % 64 == 0);
+    if (e.is_constant) consts.push_back(&e);
+  REQUIRE(consts.size() == 2);
+  int64_t end = 0;
+  for (const auto* e : consts) {
+    int64_t bytes = 4;
+    for (int64_t d : e->shape) bytes *= d;
+    CHECK(e->offset % 64 == 0);
+    CHECK(e->offset >= end);
+    CHECK(e->offset < end + 64);
+    end = e->offset + bytes;
+  }
+  CHECK(c.plan.weights_bytes == end);
+  CHECK(c.plan.weights_checksum == kiln::runtime::fnv1a64(c.weights.data(), c.weights.size()));
+  // The conv weight is stored the way its kernel reads it: packed when the library prepacks it.
+  const auto* conv = m.outputs()[0].as<CallNode>();
+  while (conv->op_name() != "nn.conv2d") conv = conv->args[0].as<CallNode>();
+  auto prepack = te::ops::weight_prepack(*conv);
+  const HostTensor& w = conv->args[1].as<ConstantNode>()->value;
+  CHECK(consts[0]->shape == (prepack ? prepack->pack(w).shape() : w.shape()));
+  REQUIRE(consts[1]->shape == std::vector<int64_t>{4});
+  std::vector<float> bias(4);
+  std::memcpy(bias.data(), c.weights.data() + consts[1]->offset, 16);
+  CHECK(bias == std::vector<float>{0.5f, -0.25f, 0.125f, 1.0f});
   bool noted = false;
   for (const std::string& n : c.notes) noted = noted || n.rfind("plan_memory:", 0) == 0;
   CHECK(noted);
@@ -232,9 +229,33 @@ TEST_CASE("compile: every op without a lowering is listed in one error; unknown 
   if (!lrn_lowered) {
     CHECK_THROWS_WITH(kiln::compile(m), Catch::Matchers::Contains("no kernel lowering for 2 ops:\n  nn.lrn (node LRN_7)\n"
                                                                   "  nn.softmax (node Soft_0)"));
+    CHECK_THROWS_AS(kiln::compile(m), kiln::UnsupportedError);
   }
   CompileOptions opts;
   opts.dump_ir_stage = "fuse";
   CHECK_THROWS_WITH(kiln::compile(m, opts), Catch::Matchers::Contains("unknown IR stage 'fuse' to dump; stages: "
                                                                       "infer_types, fold_constants"));
+}
+
+TEST_CASE("lower_group: an input the lowering ignores stays a parameter in its place", "[graph][compile]") {
+  relay::Expr a = var("a", {16}), b = var("b", {16});
+  Module m = Module::make({a, b}, {call("maximum", {a, b})}, {"y"});
+  std::any saved = get_op("maximum").lower;
+  // A lowering that only needs its second input.
+  set_op_lowering("maximum", te::ops::FLower([](const std::vector<te::Tensor>& in, const Attrs&, const Type&) {
+    return std::vector<te::Tensor>{te::compute({16}, [&](ir::Var i) { return in[1](i) + ir::make_const(in[1].dtype(), 1); })};
+  }));
+  FusedModule f = fuse_ops(m);
+  ir::PrimFunc k = lower_group(f.groups[0], "k");
+  set_op_lowering("maximum", saved);
+  REQUIRE(k.params.size() == 3);
+  CHECK(k.params[0]->name == "a");
+  CHECK(k.params[1]->name == "b");
+  kiln::codegen::Module mod = kiln::codegen::build({k});
+  NDArray x = NDArray::zeros({16}, kiln::runtime::dtype_f32()), y = NDArray::zeros({16}, kiln::runtime::dtype_f32());
+  NDArray z = NDArray::zeros({16}, kiln::runtime::dtype_f32());
+  for (int i = 0; i < 16; ++i) y.data<float>()[i] = static_cast<float>(i);
+  void* args[] = {x.raw_data(), y.raw_data(), z.raw_data()};
+  REQUIRE(mod.get_function("k")(args, 3) == 0);
+  for (int i = 0; i < 16; ++i) CHECK(z.data<float>()[i] == static_cast<float>(i + 1));
 }

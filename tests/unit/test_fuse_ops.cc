@@ -142,6 +142,17 @@ TEST_CASE("fuse_ops: tuple-typed ops are kernels of their own, read through get-
   CHECK(f.groups[1].pattern == OpPattern::Injective);
 }
 
+TEST_CASE("kernel_name: long groups keep their first ops and a unique index", "[graph][fuse]") {
+  relay::Expr x = var("x", {8});
+  relay::Expr y = x;
+  for (int i = 0; i < 12; ++i) y = call("nn.relu", {y});
+  FusedModule f = fuse_ops(Module::make({x}, {y}, {"y"}));
+  REQUIRE(f.groups.size() == 1);
+  CHECK(f.groups[0].calls.size() == 12);
+  CHECK(kernel_name(f.groups[0], 7) ==
+        "fused_nn_relu_nn_relu_nn_relu_nn_relu_nn_relu_nn_relu_nn_relu_nn_relu_etc_7");
+}
+
 TEST_CASE("post-dominator tree: immediate post-dominators and the edges on the way", "[graph][fuse]") {
   using namespace kiln::relay::analysis;
   relay::Expr x = var("x", {4, 4});

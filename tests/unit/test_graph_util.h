@@ -1,17 +1,23 @@
 // Helpers of the graph-compiler tests: graph builders and a few test-only op lowerings.
 //
 // The production lowerings belong to the op library (te/ops/lowering.h). These tests need some
-// ops lowered before it lands, so ScopedTestLowerings installs simple te definitions for a
-// handful of ops and puts back whatever the slots held before when it goes out of scope, so
-// other tests in the binary see the registry unchanged.
+// ops lowered before it lands, so ScopedTestLowerings first registers the library's lowerings
+// (what compile() does), then installs simple te definitions for the ops still without one,
+// and empties those slots again when it goes out of scope, so other tests in the binary see the
+// registry as the library left it. Once the library lowers these ops, the tests use its code.
 #pragma once
 
 #include <algorithm>
 #include <any>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/build.h"
+#include "kiln/compiler.h"
+#include "kiln/relay/lower_graph.h"
 #include "kiln/relay/op.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
@@ -61,6 +67,56 @@ inline std::vector<double> conv_nchw_ref(const std::vector<double>& x, const Sha
           y[((n * O + o) * OH + i) * OW + j] = acc;
         }
   return y;
+}
+
+// Executes a compiled model as the graph executor would, in this process: kernels JIT-built,
+// storages and weights laid out as the plan says, nodes run in order. Checks each node's kernel
+// and argument count against the kernels; REQUIREs every kernel to return 0.
+inline std::map<std::string, HostTensor> run_plan(const CompiledModel& c,
+                                                  const std::map<std::string, HostTensor>& inputs) {
+  const auto& plan = c.plan;
+  codegen::Module mod = codegen::build(c.kernels);
+  auto aligned = [](int64_t bytes) {
+    return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::aligned_alloc(64, (std::max<int64_t>(bytes, 1) + 63) / 64 * 64)),
+                                    std::free);
+  };
+  std::vector<std::shared_ptr<uint8_t>> storages;
+  for (int64_t b : plan.storage_bytes) storages.push_back(aligned(b));
+  auto weights = aligned(plan.weights_bytes);
+  std::memcpy(weights.get(), c.weights.data(), c.weights.size());
+  auto ptr = [&](int e) {
+    const auto& entry = plan.entries.at(e);
+    return (entry.is_constant ? weights.get() : storages.at(entry.storage).get()) + entry.offset;
+  };
+  auto dtype = [](DLDataType t) {
+    if (t.code == kDLUInt && t.bits == 1) return DataType::boolean();
+    ir::TypeCode code = t.code == kDLInt ? ir::TypeCode::Int : t.code == kDLUInt ? ir::TypeCode::UInt
+                        : t.code == kDLBfloat ? ir::TypeCode::BFloat : ir::TypeCode::Float;
+    return DataType(code, t.bits);
+  };
+  for (const auto& io : plan.inputs) {
+    const HostTensor& v = inputs.at(io.name);
+    const auto& e = plan.entries[io.entry];
+    REQUIRE(v.shape() == e.shape);
+    REQUIRE(v.dtype() == dtype(e.dtype));
+    std::memcpy(ptr(io.entry), v.data(), v.nbytes());
+  }
+  REQUIRE(plan.nodes.size() == c.kernels.size());
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const auto& node = plan.nodes[i];
+    REQUIRE(node.kernel == c.kernels[i].name);
+    REQUIRE(node.args.size() == c.kernels[i].params.size());
+    std::vector<void*> args;
+    for (int e : node.args) args.push_back(ptr(e));
+    INFO("kernel " << node.kernel << " (" << node.label << ")");
+    REQUIRE(mod.get_function(node.kernel)(args.data(), static_cast<int32_t>(args.size())) == 0);
+  }
+  std::map<std::string, HostTensor> out;
+  for (const auto& io : plan.outputs) {
+    const auto& e = plan.entries[io.entry];
+    out[io.name] = HostTensor(dtype(e.dtype), e.shape, ptr(io.entry));
+  }
+  return out;
 }
 
 namespace detail {
@@ -184,6 +240,7 @@ class ScopedTestLowerings {
     // which would otherwise overwrite these inside the scope, and the destructor would then put
     // back empty slots that nothing refills.
     te::ops::register_lowerings();
+    register_layout_lowerings();
     set("add", detail::binary(detail::add_f));
     set("multiply", detail::binary(detail::mul_f));
     set("nn.relu", detail::unary(detail::relu_f));
@@ -197,17 +254,18 @@ class ScopedTestLowerings {
     set("split", detail::split);
   }
   ~ScopedTestLowerings() {
-    for (auto& [name, old] : saved_) set_op_lowering(name, old);
+    for (const std::string& name : installed_) set_op_lowering(name, std::any());
   }
   ScopedTestLowerings(const ScopedTestLowerings&) = delete;
   ScopedTestLowerings& operator=(const ScopedTestLowerings&) = delete;
 
  private:
   void set(const std::string& name, te::ops::FLower f) {
-    saved_.emplace_back(name, get_op(name).lower);
+    if (get_op(name).has_lowering()) return;
+    installed_.push_back(name);
     set_op_lowering(name, std::move(f));
   }
-  std::vector<std::pair<std::string, std::any>> saved_;
+  std::vector<std::string> installed_;
 };
 
 }  // namespace kiln::graph_test

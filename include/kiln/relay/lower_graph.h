@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/codegen/driver.h"
@@ -23,6 +24,20 @@
 #include "kiln/schedule/schedule.h"
 
 namespace kiln::relay {
+
+// Constant weights packed at compile time into the layout their kernels read (te::ops::
+// weight_prepack, te/ops/register_b.h): conv and dense calls -> which argument, and the packed
+// constant that replaced the original among the group's inputs.
+struct PrepackedWeight {
+  size_t arg = 1;
+  Expr packed;
+};
+using PrepackedWeights = std::unordered_map<const ExprNode*, PrepackedWeight>;  // call -> weight
+
+// Packs every constant weight the op library can take prepacked and that only its call reads,
+// replacing it among its group's inputs (so plan_memory and the weights blob hold the packed
+// bytes); group_to_te then lowers those calls with the prepacked lowering. A pure speed-up.
+PrepackedWeights prepack_weights(FusedModule* module);
 
 struct GroupProgram {
   std::vector<te::Tensor> inputs;   // placeholders, one per FusedGroup::inputs entry
@@ -35,11 +50,10 @@ struct GroupProgram {
 // The te program of a group: each member's lowering (te/ops/lowering.h) applied in post order on
 // the tensors of its arguments. Scalar constants become inlined compute stages. kiln::Error names
 // the op (and its source node) when an op has no lowering or its lowering rejects the call.
-GroupProgram group_to_te(const FusedGroup& group);
+GroupProgram group_to_te(const FusedGroup& group, const PrepackedWeights* prepacked = nullptr);
 
-// The default CPU schedule of a group, until op templates provide one: injective stages are
-// inlined into their readers; each stage that stays (outputs, reductions) runs its outer axes in
-// parallel and vectorizes its innermost axis when its extent allows.
+// The CPU schedule of a group: the op library's template for its kind (anchor_cpu.h for groups
+// with an out-elementwise-fusable or opaque op, reduction_cpu.h, injective_cpu.h), default knobs.
 schedule::Schedule schedule_group(const GroupProgram& program, const FusedGroup& group);
 
 // "fused_nn_conv2d_add_nn_relu_3": a valid C symbol naming the ops, unique by the group index.
@@ -47,7 +61,8 @@ std::string kernel_name(const FusedGroup& group, int index);
 
 // The te program, schedule and lowered kernel of one group.
 ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name,
-                         const codegen::PipelineOptions& options = codegen::PipelineOptions());
+                         const codegen::PipelineOptions& options = codegen::PipelineOptions(),
+                         const PrepackedWeights* prepacked = nullptr);
 
 // The plan the runtime executes: entries from `memory` (constants packed into `weights` at
 // 64-byte aligned offsets), one node per group calling `kernel_names[i]`, inputs and outputs by
@@ -55,6 +70,10 @@ ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name,
 runtime::GraphPlan make_graph_plan(const FusedModule& module, const MemoryPlan& memory,
                                    const std::vector<std::string>& kernel_names, const std::string& target,
                                    std::vector<uint8_t>* weights);
+
+// Registers the ops alter_layout introduces and, where the op library has not, their te
+// lowerings (a plain direct conv over blocked data). compile() calls it.
+void register_layout_lowerings();
 
 // The DLPack type of a graph dtype (bool: {kDLUInt, 1, 1}, one byte per element).
 DLDataType to_dlpack(DataType dtype);

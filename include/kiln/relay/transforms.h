@@ -71,6 +71,8 @@ struct AlterLayoutOptions {
 // blocked ops exchange blocked tensors directly (no transform pairs to clean up). Both new ops are
 // registered by this pass on first use (attrs: see their attrs_doc).
 Module alter_layout(const Module& m, const AlterLayoutOptions& options = AlterLayoutOptions());
+// Registers layout_transform and nn.conv2d_NCHWc (idempotent; alter_layout calls it).
+void register_layout_ops();
 
 // A kernel of the fused graph: calls that one generated function computes (fuse_ops).
 struct FusedGroup {

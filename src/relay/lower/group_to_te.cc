@@ -3,12 +3,14 @@
 
 #include <any>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "../analysis/liveness.h"
 #include "kiln/relay/lower_graph.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
+#include "kiln/te/ops/register_b.h"
 
 namespace kiln::relay {
 
@@ -20,8 +22,8 @@ using analysis::value_key;
 // te has no rank-0 tensors: a relay scalar is a te tensor of shape [1] (same bytes).
 std::vector<int64_t> te_shape(const Shape& s, const std::string& what) {
   for (int64_t d : s)
-    KILN_USER_CHECK(d > 0) << what << " has an empty shape " << shape_str(s)
-                           << "; kernels on tensors with zero elements are not supported";
+    KILN_SUPPORTED(d > 0) << what << " has an empty shape " << shape_str(s)
+                          << "; kernels on tensors with zero elements are not supported";
   return s.empty() ? std::vector<int64_t>{1} : s;
 }
 
@@ -63,7 +65,7 @@ std::vector<te::Tensor> GroupProgram::args() const {
   return a;
 }
 
-GroupProgram group_to_te(const FusedGroup& group) {
+GroupProgram group_to_te(const FusedGroup& group, const PrepackedWeights* prepacked) {
   GroupProgram p;
   std::map<ValueKey, te::Tensor> tensors;
   for (size_t i = 0; i < group.inputs.size(); ++i) {
@@ -75,11 +77,22 @@ GroupProgram group_to_te(const FusedGroup& group) {
   }
   for (const Expr& e : group.calls) {
     const auto* c = e.as<CallNode>();
-    KILN_USER_CHECK(c->op->has_lowering()) << describe(c) << ": no kernel lowering for op '" << c->op_name() << "'";
+    KILN_SUPPORTED(c->op->has_lowering()) << describe(c) << ": no kernel lowering for op '" << c->op_name() << "'";
     const auto* lower = std::any_cast<te::ops::FLower>(&c->op->lower);
     KILN_CHECK(lower != nullptr) << "the lowering slot of " << c->op_name() << " does not hold a te::ops::FLower";
+    // A weight packed at compile time: the packed constant is the group input, and the call is
+    // lowered by the form that reads it packed.
+    const PrepackedWeight* packed = nullptr;
+    std::optional<te::ops::WeightPrepack> prepack;
+    if (prepacked && prepacked->count(e.get())) {
+      packed = &prepacked->at(e.get());
+      prepack = te::ops::weight_prepack(*c);
+      KILN_CHECK(prepack.has_value()) << describe(c) << " was prepacked but has no prepacked lowering";
+      lower = &prepack->lower;
+    }
     std::vector<te::Tensor> args;
-    for (const Expr& a : c->args) {
+    for (size_t i = 0; i < c->args.size(); ++i) {
+      const Expr& a = packed && i == packed->arg ? packed->packed : c->args[i];
       if (is_inlined_constant(a)) {
         args.push_back(scalar_stage(a.as<ConstantNode>()));
         continue;
@@ -91,8 +104,10 @@ GroupProgram group_to_te(const FusedGroup& group) {
     std::vector<te::Tensor> outs;
     try {
       outs = (*lower)(args, c->attrs, c->type);
-    } catch (const Error& err) {
+    } catch (const UnsupportedError& err) {
       // Lowerings name the op; the graph node tells the user which one of many it was.
+      throw UnsupportedError(c->name.empty() ? std::string(err.what()) : fmt::format("{} (node '{}')", err.what(), c->name));
+    } catch (const Error& err) {
       throw Error(c->name.empty() ? std::string(err.what()) : fmt::format("{} (node '{}')", err.what(), c->name));
     }
     const auto* tuple = c->type.as<TupleTypeNode>();
@@ -137,8 +152,9 @@ std::string kernel_name(const FusedGroup& group, int index) {
   return "fused" + ops + "_" + std::to_string(index);
 }
 
-ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name, const codegen::PipelineOptions& options) {
-  GroupProgram p = group_to_te(group);
+ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name, const codegen::PipelineOptions& options,
+                         const PrepackedWeights* prepacked) {
+  GroupProgram p = group_to_te(group, prepacked);
   schedule::Schedule s = schedule_group(p, group);
   // A lowering may ignore an input (only its shape mattered). Lowering takes only tensors the
   // program reads, so such inputs are left out there and put back as parameters nobody loads,

@@ -77,23 +77,6 @@ Type conv2d_nchwc_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(x->dtype, out);
 }
 
-void register_layout_ops() {
-  // Registered here, on first use, because only this pass makes them; a family file registering
-  // them first wins (find_op), as long as it keeps these attribute conventions.
-  static const bool done = [] {
-    if (!find_op("layout_transform"))
-      register_op("layout_transform", 1, 1, OpPattern::Injective, layout_transform_rel,
-                  "src_layout, dst_layout (str: \"NCHW\" or \"NCHW<x>c\", data [N, C/x, H, W, x])");
-    if (!find_op("nn.conv2d_NCHWc"))
-      register_op("nn.conv2d_NCHWc", 2, 2, OpPattern::OutElementwiseFusable, conv2d_nchwc_rel,
-                  "conv(data [N, C/x, H, W, x], weight [O/y, C/x, KH, KW, x, y]) -> [N, O/y, OH, OW, y]: strides "
-                  "(2 ints), padding (4 ints: top, left, bottom, right), dilation (2 ints), groups (1), data_layout "
-                  "(\"NCHW<x>c\"), kernel_layout (\"OIHW<x>i<y>o\"), out_layout (\"NCHW<y>c\")");
-    return true;
-  }();
-  (void)done;
-}
-
 int64_t choose_block(int64_t channels, int64_t max_block) {
   for (int64_t b = std::min(channels, max_block); b > 1; --b)
     if (channels % b == 0) return b;
@@ -254,6 +237,23 @@ class LayoutRewriter {
 };
 
 }  // namespace
+
+void register_layout_ops() {
+  // Registered here, on first use, because only this pass makes them; a family file registering
+  // them first wins (find_op), as long as it keeps these attribute conventions.
+  static const bool done = [] {
+    if (!find_op("layout_transform"))
+      register_op("layout_transform", 1, 1, OpPattern::Injective, layout_transform_rel,
+                  "src_layout, dst_layout (str: \"NCHW\" or \"NCHW<x>c\", data [N, C/x, H, W, x])");
+    if (!find_op("nn.conv2d_NCHWc"))
+      register_op("nn.conv2d_NCHWc", 2, 2, OpPattern::OutElementwiseFusable, conv2d_nchwc_rel,
+                  "conv(data [N, C/x, H, W, x], weight [O/y, C/x, KH, KW, x, y]) -> [N, O/y, OH, OW, y]: strides "
+                  "(2 ints), padding (4 ints: top, left, bottom, right), dilation (2 ints), groups (1), data_layout "
+                  "(\"NCHW<x>c\"), kernel_layout (\"OIHW<x>i<y>o\"), out_layout (\"NCHW<y>c\")");
+    return true;
+  }();
+  (void)done;
+}
 
 Module alter_layout(const Module& m, const AlterLayoutOptions& options) {
   KILN_USER_CHECK(options.max_block >= 1) << "alter_layout: max_block must be positive, got " << options.max_block;
