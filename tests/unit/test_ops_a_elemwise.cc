@@ -290,6 +290,7 @@ TEST_CASE("ops_a: where, prelu, bias_add and full", "[ops_a]") {
 
 TEST_CASE("ops_a: every elementwise, broadcast, injective and reduction op of the registry has a lowering", "[ops_a]") {
   te::ops::register_lowerings();
+  te::ops::register_lowerings_a();  // refills a slot another test emptied
   std::vector<std::string> mine = te::ops::lowered_ops_a();
   std::vector<std::string> missing;
   for (const std::string& name : relay::list_ops()) {
@@ -299,8 +300,9 @@ TEST_CASE("ops_a: every elementwise, broadcast, injective and reduction op of th
     bool nn_part = name == "nn.batch_norm" || name == "image.resize";
     if (in_scope && !nn_part && !op.has_lowering()) missing.push_back(name);
   }
-  INFO("ops without a lowering: " << missing.size());
-  for (const auto& m : missing) INFO(m);
+  std::string names;
+  for (const auto& m : missing) names += " " + m;
+  INFO("ops without a lowering:" << names);
   CHECK(missing.empty());
   CHECK(mine.size() >= 80);
 }

@@ -134,6 +134,8 @@ struct Tally {
 };
 
 Tally run_cases(const std::vector<std::string>& names) {
+  te::ops::register_lowerings();
+  te::ops::register_lowerings_a();  // refills a slot another test emptied
   Tally t;
   for (const std::string& n : names) {
     Result r = run_case(node_dir() + "/" + n);
