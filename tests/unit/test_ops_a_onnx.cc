@@ -2,8 +2,8 @@
 // relay::from_onnx, lower every call with its FLower (the whole small graph as one group, under
 // the default template), compile, run on input_N.pb and compare with output_N.pb at rtol 1e-3,
 // atol 1e-4 (integers and bools exactly). A case runs only when every op of its graph is one
-// part A lowers. The full sweep ("[.ops_a_node]", hidden: about a minute) prints its counts;
-// the default run covers a fixed sample of cases.
+// part A lowers. At this writing: 758 pass, 1 known failure (below), 26 cases with empty
+// tensors (a 0-sized dim: te has no empty tensors) count as unsupported; about 20 s.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -134,6 +134,8 @@ struct Tally {
 };
 
 Tally run_cases(const std::vector<std::string>& names) {
+  te::ops::register_lowerings();
+  te::ops::register_lowerings_a();  // refills a slot another test emptied
   Tally t;
   for (const std::string& n : names) {
     Result r = run_case(node_dir() + "/" + n);
@@ -150,30 +152,11 @@ Tally run_cases(const std::vector<std::string>& names) {
 
 }  // namespace
 
-TEST_CASE("ops_a: a sample of ONNX node-test cases of part-A ops pass", "[ops_a]") {
+TEST_CASE("ops_a: every ONNX node-test case of part-A ops passes", "[ops_a][ops_a_node]") {
   if (!exists(node_dir())) {
     WARN("no node suite at " << node_dir());
     return;
   }
-  const std::vector<std::string> sample = {
-      "test_add_bcast", "test_sub_uint8", "test_div_int32_trunc", "test_mod_mixed_sign_int32", "test_pow_types_int64_int64",
-      "test_where_example", "test_cast_FLOAT_to_FLOAT16", "test_clip_default_int8_inbounds", "test_elu",
-      "test_hardswish", "test_softplus", "test_atanh", "test_reduce_log_sum_exp_keepdims_random",
-      "test_reduce_l2_do_not_keepdims_random", "test_argmax_negative_axis_keepdims_random_select_last_index",
-      "test_concat_3d_axis_negative_2", "test_split_variable_parts_2d_opset18", "test_slice_neg_steps",
-      "test_gather_2d_indices", "test_gather_elements_negative_indices", "test_edge_pad", "test_reflect_pad",
-      "test_depthtospace_crd_mode_example", "test_spacetodepth", "test_tile", "test_expand_dim_changed",
-      "test_transpose_all_permutations_3", "test_flatten_negative_axis1", "test_unsqueeze_negative_axes",
-      "test_bitshift_left_uint16", "test_bitwise_xor_i16_3d", "test_xor_bcast4v4d", "test_mean_example",
-      "test_tril_neg", "test_onehot_with_axis", "test_gathernd_example_int32_batch_dim1"};
-  Tally t = run_cases(sample);
-  for (const auto& f : t.failures) UNSCOPED_INFO(f);
-  INFO("pass " << t.pass << ", fail " << t.fail << ", error " << t.error << ", not part A " << t.not_mine);
-  CHECK(t.fail + t.error == 0);
-  CHECK(t.pass >= 30);
-}
-
-TEST_CASE("ops_a: every ONNX node-test case of part-A ops (full sweep)", "[.ops_a_node]") {
   std::vector<std::string> names;
   if (DIR* d = opendir(node_dir().c_str())) {
     while (dirent* e = readdir(d)) {
@@ -184,7 +167,6 @@ TEST_CASE("ops_a: every ONNX node-test case of part-A ops (full sweep)", "[.ops_
   }
   std::sort(names.begin(), names.end());
   Tally t = run_cases(names);
-  for (const auto& f : t.failures) fprintf(stderr, "%s\n", f.c_str());
   fprintf(stderr,
           "part-A node cases: %d pass, %d fail, %d error, %d with empty tensors (unsupported); %d cases not part A\n",
           t.pass, t.fail, t.error, t.empty, t.not_mine);

@@ -62,6 +62,11 @@ TEST_CASE("ops_a: sum, mean, prod, max, min over axes with and without keepdims"
     }
     CHECK(r.outputs[0].to_int64s() == want);
   }
+  // An int8 mean of values whose sum leaves int8 divides the exact sum.
+  HostTensor i8 = HostTensor::from_int64s(DataType::i8(), {2, 4}, {100, 120, 90, 110, -100, -128, -3, 7});
+  CallResult m = run_call("mean", {i8}, Attrs().set_ints("axes", {1}).set_int("keepdims", 0), Sched::Default);
+  CHECK(m.outputs[0].to_int64s() == std::vector<int64_t>{105, -56});
+
   HostTensor s = HostTensor::scalar(f32, 3.5);
   CallResult r = run_call("sum", {s}, Attrs().set_ints("axes", {}).set_int("keepdims", 0), Sched::Default);
   CHECK(r.outputs[0].to_doubles() == std::vector<double>{3.5});

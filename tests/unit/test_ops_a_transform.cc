@@ -3,6 +3,7 @@
 // Every check is exact: these ops only move elements.
 #include <catch2/catch.hpp>
 
+#include "kiln/relay/transforms.h"
 #include "test_ops_a_util.h"
 
 using namespace kiln;
@@ -196,4 +197,29 @@ TEST_CASE("ops_a: gather_elements, gather_nd, one_hot", "[ops_a]") {
       return std::vector<HostTensor>{HostTensor::from_doubles(f32, out, o)};
     });
   }
+}
+
+TEST_CASE("ops_a: layout_transform between NCHW and blocked NCHW[x]c", "[ops_a]") {
+  // alter_layout registers the op on first use; any module will do.
+  auto v = relay::make_var("v", relay::tensor_type(f32, {2}));
+  relay::alter_layout(relay::Module::make({v}, {relay::make_call("exp", {v})}, {"y"}));
+  HostTensor x = random_tensor(f32, {2, 12, 3, 5}, 20);
+  auto blocked = [](const HostTensor& t, int64_t b) {  // NCHW -> NCHW[b]c, by the definition
+    const Shape& s = t.shape();
+    return gather_ref(t, {s[0], s[1] / b, s[2], s[3], b}, [&](const std::vector<int64_t>& c) {
+      return flat_index(s, {c[0], c[1] * b + c[4], c[2], c[3]});
+    });
+  };
+  auto attrs = [](const char* from, const char* to) {
+    return Attrs().set_str("src_layout", from).set_str("dst_layout", to);
+  };
+  check("layout_transform", {x}, attrs("NCHW", "NCHW4c"), [&](const relay::Expr&) {
+    return std::vector<HostTensor>{blocked(x, 4)};
+  });
+  check("layout_transform", {blocked(x, 4)}, attrs("NCHW4c", "NCHW"), [&](const relay::Expr&) {
+    return std::vector<HostTensor>{x};
+  });
+  check("layout_transform", {blocked(x, 4)}, attrs("NCHW4c", "NCHW6c"), [&](const relay::Expr&) {
+    return std::vector<HostTensor>{blocked(x, 6)};
+  });
 }

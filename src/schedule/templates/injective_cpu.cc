@@ -35,7 +35,7 @@ void inline_injective_stages(Schedule& s) {
 
 void schedule_injective_stage(Schedule& s, const te::Tensor& t, Config& cfg) {
   int64_t vector_bytes = cfg.define_knob("vector_bytes", {16, 32, 64}, 64);
-  int64_t parallel_min = cfg.define_knob("parallel_min", {0, 4096, 32768, 262144, kNever}, 32768);
+  int64_t parallel_min = cfg.define_knob("parallel_min", {0, 2048, 8192, 32768, 262144, kNever}, 8192);
   Stage st = s[t];
   const auto* c = st->op.as<te::ComputeOpNode>();
   if (!c || st->attach != AttachKind::Root) return;

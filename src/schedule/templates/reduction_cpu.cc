@@ -41,7 +41,7 @@ bool innermost_axis_kept(const te::ComputeOpNode& c) {
 
 void schedule_reduction_stage(Stage st, Config& cfg) {
   int64_t vector_bytes = cfg.define_knob("reduce_vector_bytes", {16, 32, 64}, 64);
-  int64_t parallel_min = cfg.define_knob("reduce_parallel_min", {0, 4096, 32768, 262144, kNever}, 32768);
+  int64_t parallel_min = cfg.define_knob("reduce_parallel_min", {0, 2048, 8192, 32768, 262144, kNever}, 8192);
   const auto& c = *st->op.as<te::ComputeOpNode>();
   std::vector<ir::IterVar> data = st.op_axis(), red = st.reduce_axis();
   if (st.leaf_axes().size() != data.size() + red.size()) return;  // scheduled already

@@ -68,6 +68,9 @@ Tensor reduce(const Tensor& x, ReduceKind kind, const std::vector<int64_t>& axes
     count *= x.shape()[d];
   }
   DataType acc_t = accumulate_type(t);
+  // An integer mean divides the exact sum: accumulate narrow integers in 64 bits (a sum or
+  // product may wrap in its own type: truncating the wide result gives the same bits).
+  if (kind == ReduceKind::Mean && t.is_integer() && t.bits < 64) acc_t = DataType(t.code, 64);
   bool needs_epilogue = kind == ReduceKind::Mean || acc_t != t;
   Tensor acc = compute(l.shape, [&](const std::vector<Var>& idx) {
     std::vector<Expr> src;

@@ -9,10 +9,10 @@ namespace kiln::te::ops {
 
 void register_lowerings() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    register_lowerings_a();  // elementwise, broadcast, injective, shape and reduction ops
-    register_lowerings_b();  // nn ops: conv, pooling, dense/matmul, normalizations, softmax, ...
-  });
+  std::call_once(once, [] { register_lowerings_b(); });  // nn: conv, pool, dense, norms, softmax, ...
+  // Elementwise, broadcast, injective, reductions: on every call, since it only fills empty
+  // slots and so also picks up ops registered late (alter_layout's layout_transform).
+  register_lowerings_a();
 }
 
 }  // namespace kiln::te::ops

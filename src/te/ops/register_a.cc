@@ -1,7 +1,7 @@
 // Part A of the op library's registration, and the wrapper every part-A lowering goes through.
 #include "kiln/te/ops/register_a.h"
 
-#include <algorithm>
+#include <set>
 
 #include "kiln/relay/op.h"
 #include "kiln/support/error.h"
@@ -11,8 +11,8 @@
 namespace kiln::te::ops {
 
 namespace {
-std::vector<std::string>& registered() {
-  static std::vector<std::string> names;
+std::set<std::string>& registered() {
+  static std::set<std::string> names;
   return names;
 }
 }  // namespace
@@ -55,6 +55,10 @@ std::vector<int64_t> without_ones(const std::vector<int64_t>& s) {
 
 void set_lowering(const std::string& op, FLower f) {
   const relay::OpDef& def = relay::get_op(op);
+  registered().insert(op);
+  // A slot that holds a lowering keeps it (ours from an earlier call, or one a test installed);
+  // an emptied slot is filled again.
+  if (def.has_lowering()) return;
   FLower wrapped = [op, f, &def](const std::vector<Tensor>& inputs, const relay::Attrs& attrs,
                                  const relay::Type& out_type) -> std::vector<Tensor> {
     try {
@@ -86,22 +90,19 @@ void set_lowering(const std::string& op, FLower f) {
     }
   };
   relay::set_op_lowering(op, std::any(wrapped));
-  registered().push_back(op);
 }
 
 }  // namespace detail_a
 
 void register_lowerings_a() {
-  if (!registered().empty()) return;
   detail_a::register_elemwise_a();
   detail_a::register_transform_a();
   detail_a::register_reduce_a();
-  std::sort(registered().begin(), registered().end());
 }
 
 std::vector<std::string> lowered_ops_a() {
-  register_lowerings_a();
-  return registered();
+  if (registered().empty()) register_lowerings_a();
+  return std::vector<std::string>(registered().begin(), registered().end());
 }
 
 }  // namespace kiln::te::ops

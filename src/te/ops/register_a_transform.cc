@@ -1,6 +1,7 @@
 // Lowerings of the injective ops: reshape, transpose, concatenate, split, strided_slice,
 // broadcast_to, tile, pad, depth_to_space / space_to_depth, trilu, take, gather_elements,
 // gather_nd, one_hot.
+#include "kiln/relay/op.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/transform.h"
 #include "register_a_util.h"
@@ -21,9 +22,26 @@ PadMode pad_mode(const std::string& mode) {
   return PadMode::Wrap;
 }
 
+// "NCHW" -> 0, "NCHW8c" -> 8 (relay's alter_layout convention).
+int64_t layout_block(const std::string& s) {
+  if (s == "NCHW") return 0;
+  bool ok = s.size() > 5 && s.compare(0, 4, "NCHW") == 0 && s.back() == 'c' &&
+            s.substr(4, s.size() - 5).find_first_not_of("0123456789") == std::string::npos;
+  KILN_USER_CHECK(ok) << "layout '" << s << "' is not NCHW or NCHW<x>c";
+  return std::stoll(s.substr(4, s.size() - 5));
+}
+
 }  // namespace
 
 void register_transform_a() {
+  // Registered by relay's alter_layout on first use: lowered once it exists (a later
+  // register_lowerings_a() call fills it in).
+  if (relay::find_op("layout_transform")) {
+    set_lowering("layout_transform", [](const Inputs& in, const Attrs& a, const relay::Type&) -> Lowered {
+      return {layout_transform(in[0], layout_block(a.get_str("src_layout")), layout_block(a.get_str("dst_layout")),
+                               "layout_transform")};
+    });
+  }
   set_lowering("reshape", [](const Inputs& in, const Attrs&, const relay::Type& out) -> Lowered {
     return {reshape(in[0], te_shape(out), "reshape")};
   });

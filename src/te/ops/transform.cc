@@ -269,6 +269,24 @@ Tensor space_to_depth(const Tensor& x, int64_t block, const std::string& name) {
                  name, {"n", "c", "h", "w"});
 }
 
+Tensor layout_transform(const Tensor& x, int64_t src_block, int64_t dst_block, const std::string& name) {
+  const std::vector<int64_t>& s = x.shape();
+  KILN_USER_CHECK(src_block >= 0 && dst_block >= 0 && s.size() == (src_block ? 5u : 4u) &&
+                  (!src_block || s[4] == src_block))
+      << name << ": " << x.name() << " is not in layout " << (src_block ? "NCHW<x>c" : "NCHW");
+  int64_t channels = src_block ? s[1] * src_block : s[1];
+  KILN_USER_CHECK(!dst_block || channels % dst_block == 0)
+      << name << ": " << channels << " channels are not a multiple of block " << dst_block;
+  std::vector<int64_t> shape{s[0], dst_block ? channels / dst_block : channels, s[2], s[3]};
+  if (dst_block) shape.push_back(dst_block);
+  return compute(shape, [&](const std::vector<Var>& idx) {
+    // The NCHW channel of this output element, then where the input keeps it.
+    Expr c = dst_block ? idx[1] * i32(dst_block) + idx[4] : Expr(idx[1]);
+    if (!src_block) return x(idx[0], c, idx[2], idx[3]);
+    return x(idx[0], ir::floordiv(c, i32(src_block)), idx[2], idx[3], ir::floormod(c, i32(src_block)));
+  }, name);
+}
+
 Tensor trilu(const Tensor& x, bool upper, int64_t k, const std::string& name) {
   int nd = x.ndim();
   KILN_USER_CHECK(nd >= 2) << name << ": needs rank >= 2, " << x.name() << " has " << nd;

@@ -2,7 +2,7 @@
 // injective computes (no reduction). Knobs (schedule/config.h):
 //
 //   vector_bytes   width of the vectorized inner loop in bytes (16, 32, 64)   default 64
-//   parallel_min   outputs with fewer elements than this stay on one thread     default 32768
+//   parallel_min   outputs with fewer elements than this stay on one thread     default 8192
 //                  (0: always parallel; the last candidate means never)
 //
 // Every compute stage that is not an output is inlined into its readers. Each output's

@@ -5,7 +5,7 @@
 //   reduce_vector_bytes  vector width, in bytes, over the innermost kept axis when the
 //                        reduced axes are not innermost (16, 32, 64)        default 64
 //   reduce_parallel_min  reductions reading fewer input elements than this stay on one
-//                        thread (0: always; the last candidate: never)     default 32768
+//                        thread (0: always; the last candidate: never)     default 8192
 //
 // Injective producers are inlined into the reductions that read them. Each reduction stays a
 // root stage: its kept (data) axes are fused into one parallel loop. When the innermost input

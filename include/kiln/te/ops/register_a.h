@@ -14,7 +14,8 @@
 
 namespace kiln::te::ops {
 
-// Fills the lowering slot of every op listed by lowered_ops_a() (idempotent).
+// Fills the lowering slot of every op listed by lowered_ops_a() that is empty. Idempotent, and
+// a later call refills a slot someone emptied; a slot holding another lowering is left alone.
 void register_lowerings_a();
 
 // The relay ops part A lowers, sorted.

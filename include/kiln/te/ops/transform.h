@@ -51,6 +51,11 @@ Tensor depth_to_space(const Tensor& x, int64_t block, bool crd, const std::strin
 // NCHW [N, C, H, W] -> [N, C*b^2, H/b, W/b], depth ordered (row, col, channel) as ONNX does.
 Tensor space_to_depth(const Tensor& x, int64_t block, const std::string& name = "space_to_depth");
 
+// Between NCHW (block 0) and blocked NCHW[x]c (block x: [N, C/x, H, W, x], channel c at
+// [c / x, ..., c % x]), in either direction or from one block to another.
+Tensor layout_transform(const Tensor& x, int64_t src_block, int64_t dst_block,
+                        const std::string& name = "layout_transform");
+
 // Keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims, zeroes the rest.
 Tensor trilu(const Tensor& x, bool upper, int64_t k, const std::string& name = "trilu");
 
