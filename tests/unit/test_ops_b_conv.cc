@@ -41,6 +41,8 @@ TEST_CASE("nn.conv2d: strides, asymmetric pads, dilation, groups and odd channel
       {{1, 8, 10, 10}, {16, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 8},     // depthwise x2 multiplier
       {{1, 6, 9, 14}, {6, 1, 5, 3}, {1, 1}, {2, 1, 2, 1}, {1, 2}, 6},       // depthwise, dilated
       {{1, 3, 23, 23}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1},     // stem-like 7x7 s2
+      {{1, 4, 11, 13}, {4, 1, 3, 3}, {2, 3}, {1, 0, 2, 1}, {1, 2}, 4},      // depthwise, strided rows
+      {{1, 3, 8, 130}, {3, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},      // depthwise, rows > 128
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const Conv2dCase& c = cases[i];
@@ -59,7 +61,8 @@ TEST_CASE("nn.conv1d: plain, strided with pads, grouped", "[ops_b]") {
   };
   std::vector<C> cases = {{{1, 4, 20}, {8, 4, 3}, {1}, {1, 1}, {1}, 1},
                           {{2, 6, 17}, {4, 3, 5}, {2}, {2, 0}, {2}, 2},
-                          {{1, 4, 9}, {4, 1, 3}, {1}, {1, 1}, {1}, 4}};
+                          {{1, 4, 9}, {4, 1, 3}, {1}, {1, 1}, {1}, 4},
+                          {{1, 4, 12}, {8, 1, 3}, {2}, {1, 1}, {2}, 4}};
   for (size_t i = 0; i < cases.size(); ++i) {
     const C& c = cases[i];
     HostTensor x = random_tensor(f32, c.x, 30 + i), w = random_tensor(f32, c.w, 40 + i);

@@ -41,8 +41,8 @@ const char* anchor_template_name(const te::Tensor& anchor);
 // and outputs are computed at the root, each with schedule_loops_cpu.
 Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs);
 
-// Parallel outer loops (fused into one) and a vectorized innermost loop (split by up to
-// `lanes`, where a divisor of the innermost extent allows) for a root stage; a reduction stage
+// Parallel outer loops (fused into one) and a vectorized innermost loop (split by
+// vector_width(extent, lanes) when that is at least 4) for a root stage; a reduction stage
 // keeps its reduce loops inside and vectorizes nothing.
 void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes = 16);
 
@@ -52,6 +52,13 @@ void inline_injective(Schedule& s, const std::vector<te::Tensor>& outputs, const
 
 // The largest divisor of n that is at most cap (at least 1).
 int64_t largest_divisor(int64_t n, int64_t cap);
+// The largest power of two dividing n that is at most cap: vector widths. (LLVM legalizes odd
+// widths such as <56 x float> poorly: splats become insert chains and spill.)
+int64_t vector_width(int64_t n, int64_t cap = 16);
+
+// Vectorizes the stage's innermost root axis by vector_width(extent, lanes) lanes when that is
+// at least 4. Returns whether it vectorized.
+bool vectorize_innermost(Stage st, int64_t lanes = 16);
 
 // Splits the stage's root axes [0, count) off for parallelism: fuses them into one loop and
 // marks it parallel; returns it (the single axis when count == 1).
