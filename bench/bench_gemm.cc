@@ -1,11 +1,11 @@
 // SGEMM: kiln's hand-written CPU schedule (schedule/templates/matmul_cpu) against OpenBLAS's
 // cblas_sgemm in the same run, same thread count. Prints one line per size:
 //   gemm MxNxK: kiln X GFLOPS, openblas Y GFLOPS, ratio Z
-// Each figure is the median of repeated timed runs (each run at least ~0.2 s of calls).
+// Each figure is the median of 7 timed samples (each at least 0.2 s of calls).
 #include <cblas.h>
 
 #include <algorithm>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/autotune/measure_process.h"
 #include "kiln/codegen/driver.h"
 #include "kiln/runtime/kernel.h"
 #include "kiln/schedule/templates/matmul_cpu.h"
@@ -21,22 +22,12 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
+// Median seconds per call of 7 samples, each at least 0.2 s of back-to-back calls.
 double median_seconds_per_call(const std::function<void()>& fn) {
-  fn();  // warm up: page in, JIT caches
-  std::vector<double> samples;
-  for (int rep = 0; rep < 7; ++rep) {
-    int calls = 0;
-    auto t0 = std::chrono::steady_clock::now();
-    double elapsed = 0;
-    do {
-      fn();
-      ++calls;
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    } while (elapsed < 0.2);
-    samples.push_back(elapsed / calls);
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  kiln::autotune::TimerOptions opts;
+  opts.repeat = 7;
+  opts.min_duration_s = 0.2;
+  return kiln::autotune::time_function(fn, opts).median;
 }
 
 float* aligned_floats(size_t n) {

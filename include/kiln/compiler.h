@@ -29,6 +29,8 @@ struct CompileOptions {
   std::ostream* dump_to = nullptr;
   // A tuning log (autotune records); empty: default schedules.
   std::string tuning_log;
+  // Blocked NCHW[x]c convolutions (relay::alter_layout); off until the op library lowers them.
+  bool alter_layout = false;
 };
 
 struct CompiledModel {

@@ -1,12 +1,16 @@
 // kiln's demo: declares, schedules, compiles and runs a matmul and a conv2d on this CPU, checks
 // each against a plain-loop reference and prints the achieved GFLOPS.
+//
+//   kiln_demo [--print-ir] [--print-llvm] [--print-asm]
+// prints the matmul kernel's loop IR after every pass, its optimized LLVM IR, its assembly.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include "kiln/autotune/measure_process.h"
 #include "kiln/codegen/driver.h"
 #include "kiln/schedule/templates/matmul_cpu.h"
 #include "kiln/te/ops/nn.h"
@@ -17,16 +21,10 @@ using namespace kiln;
 namespace {
 
 double seconds_per_call(const std::function<void()>& fn) {
-  fn();
-  int calls = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  double elapsed = 0;
-  do {
-    fn();
-    ++calls;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } while (elapsed < 0.5);
-  return elapsed / calls;
+  autotune::TimerOptions opts;
+  opts.repeat = 3;
+  opts.min_duration_s = 0.2;
+  return autotune::time_function(fn, opts).median;
 }
 
 // The kernels assume 64-byte aligned buffers (runtime/kernel.h).
@@ -46,10 +44,10 @@ bool report(const char* what, double flops, double secs, const std::vector<float
   return ok;
 }
 
-bool demo_matmul(int64_t n) {
+bool demo_matmul(int64_t n, const codegen::PipelineOptions& show) {
   schedule::Config cfg;
   auto p = schedule::matmul_cpu(n, n, n, cfg);
-  auto mod = codegen::build(p.sched, p.args(), codegen::Target::host(), "matmul");
+  auto mod = codegen::build(p.sched, p.args(), codegen::Target::host(), "matmul", show);
   size_t e = size_t(n) * n;
   auto av = ref::random_floats(e, 1), bv = ref::random_floats(e, 2);
   float *a = aligned_copy(av), *b = aligned_copy(bv), *c = aligned_copy(std::vector<float>(e));
@@ -106,10 +104,21 @@ bool demo_conv2d() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  codegen::PipelineOptions show;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--print-ir") show.dump_ir_after = "all";
+    else if (a == "--print-llvm") show.build.dump_llvm_ir = true;
+    else if (a == "--print-asm") show.build.dump_asm = true;
+    else {
+      std::fprintf(stderr, "kiln_demo: unknown option '%s' (expected --print-ir, --print-llvm, --print-asm)\n", argv[i]);
+      return 2;
+    }
+  }
   try {
     std::printf("kiln demo on %s, %d threads\n", codegen::Target::host().str().c_str(), kiln_get_num_threads());
-    bool ok = demo_matmul(512);
+    bool ok = demo_matmul(512, show);
     ok = demo_conv2d() && ok;
     return ok ? 0 : 1;
   } catch (const std::exception& e) {

@@ -1,6 +1,8 @@
 // Errors in kiln come in two kinds (DESIGN.md, "Errors"):
 //  - kiln::Error: bad user input (a shape mismatch, an unknown axis, a malformed model).
 //    It carries enough context to name the culprit; the CLI and C API turn it into a message.
+//    kiln::UnsupportedError, a kind of Error, is valid input using something kiln does not
+//    implement (an ONNX operator, an element type): tools report it with a distinct status.
 //  - kiln::InternalError: a compiler bug, raised by KILN_CHECK with file:line.
 // Library code never aborts; both are exceptions.
 #pragma once
@@ -14,6 +16,11 @@ namespace kiln {
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+class UnsupportedError : public Error {
+ public:
+  using Error::Error;
 };
 
 class InternalError : public std::logic_error {
@@ -60,3 +67,23 @@ class ThrowOnDestroy {
     ::kiln::detail::ThrowOnDestroy(__FILE__, __LINE__, #cond, false).stream()
 
 #define KILN_THROW() ::kiln::detail::ThrowOnDestroy(__FILE__, __LINE__, "", false).stream()
+
+namespace kiln::detail {
+// Collects a streamed message and throws UnsupportedError when the full expression ends.
+class ThrowUnsupported {
+ public:
+  ThrowUnsupported() = default;
+  ThrowUnsupported(const ThrowUnsupported&) = delete;
+  ~ThrowUnsupported() noexcept(false) { throw UnsupportedError(os_.str()); }
+  std::ostream& stream() { return os_; }
+
+ private:
+  std::ostringstream os_;
+};
+}  // namespace kiln::detail
+
+// Valid input kiln does not implement. Usage: KILN_SUPPORTED(attr == 0) << "antialias=1 is not supported";
+#define KILN_SUPPORTED(cond) \
+  if (cond) {                \
+  } else                     \
+    ::kiln::detail::ThrowUnsupported().stream()

@@ -1,0 +1,94 @@
+/* kiln_runtime.h: the C API of kiln's runtime. Load a compiled model library (a .so written by
+ * kiln::export_library / `kiln compile`), set its inputs, run it, read its outputs.
+ *
+ *   kiln_module* m;
+ *   if (kiln_module_load("model.so", &m) != KILN_OK) { puts(kiln_last_error()); return 1; }
+ *   kiln_module_set_input(m, "input", &tensor);    (a DLTensor in CPU memory; copied)
+ *   kiln_module_run(m);
+ *   kiln_module_get_output(m, 0, &out);             (copied into the caller's tensor)
+ *   kiln_module_free(m);
+ *
+ * Conventions: every function that can fail returns a kiln_status (KILN_OK == 0) and, on
+ * failure, records a message naming the culprit, which kiln_last_error() returns (per thread).
+ * No C++ exception ever crosses this API. Strings and shapes the API hands out stay valid until
+ * the module is freed. A module is not thread-safe: one thread at a time per kiln_module (load
+ * the same file twice for concurrent inferences: the code and weights are shared).
+ *
+ * Linking: -lkiln_runtime (shared) or libkiln_runtime.a (static; it is C++ inside: link with a
+ * C++ driver or add -lstdc++ -lpthread -ldl). A model library needs no symbol from the
+ * executable: -rdynamic is not required (see runtime/module_format.h). */
+#ifndef KILN_RUNTIME_KILN_RUNTIME_H_
+#define KILN_RUNTIME_KILN_RUNTIME_H_
+
+#include <dlpack/dlpack.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  KILN_OK = 0,
+  KILN_ERROR_INVALID_ARGUMENT = 1, /* null pointer, unknown name, index out of range, wrong shape or dtype */
+  KILN_ERROR_FILE = 2,             /* the module file is missing or unreadable */
+  KILN_ERROR_INVALID_MODULE = 3,   /* not a kiln module, or a corrupt one (checksum, plan, missing kernel) */
+  KILN_ERROR_INCOMPATIBLE = 4,     /* another kiln version or module format, or built for another CPU */
+  KILN_ERROR_KERNEL = 5,           /* a kernel failed during kiln_module_run */
+  KILN_ERROR_STATE = 6,            /* wrong order of calls: run before every input is set, output before run */
+  KILN_ERROR_OUT_OF_MEMORY = 7,
+  KILN_ERROR_INTERNAL = 8          /* a kiln bug: please report it with the message */
+} kiln_status;
+
+typedef struct kiln_module kiln_module; /* opaque */
+
+typedef struct {
+  const char* name;
+  int32_t ndim;
+  const int64_t* shape; /* ndim extents */
+  DLDataType dtype;     /* bool is {kDLUInt, 1, 1}, stored one byte per element */
+} kiln_tensor_info;
+
+/* The message of this thread's last failed call ("" if none has failed). */
+const char* kiln_last_error(void);
+/* The runtime's kiln version, e.g. "0.1.0". */
+const char* kiln_version(void);
+
+/* Loads and validates the module at `path` (format, kiln version, CPU features, weights
+ * checksum, plan, kernels) and allocates its memory; *out is NULL on failure. */
+kiln_status kiln_module_load(const char* path, kiln_module** out);
+/* Frees the module (NULL is fine). */
+void kiln_module_free(kiln_module* mod);
+
+kiln_status kiln_module_num_inputs(const kiln_module* mod, int32_t* count);
+kiln_status kiln_module_num_outputs(const kiln_module* mod, int32_t* count);
+kiln_status kiln_module_input_name(const kiln_module* mod, int32_t index, const char** name);
+kiln_status kiln_module_output_name(const kiln_module* mod, int32_t index, const char** name);
+kiln_status kiln_module_input_info(const kiln_module* mod, int32_t index, kiln_tensor_info* info);
+kiln_status kiln_module_output_info(const kiln_module* mod, int32_t index, kiln_tensor_info* info);
+kiln_status kiln_module_input_index(const kiln_module* mod, const char* name, int32_t* index);
+
+/* Copies `value` (CPU memory, the input's dtype and shape; strides may be NULL or any) into
+ * the input. The caller's tensor is not kept. */
+kiln_status kiln_module_set_input(kiln_module* mod, const char* name, const DLTensor* value);
+kiln_status kiln_module_set_input_index(kiln_module* mod, int32_t index, const DLTensor* value);
+
+/* Runs the model on the inputs set so far (every input must have been set once). */
+kiln_status kiln_module_run(kiln_module* mod);
+
+/* Copies output `index` into the caller's tensor `out` (its data allocated by the caller, CPU
+ * memory, the output's dtype and shape; strides may be NULL or any). */
+kiln_status kiln_module_get_output(const kiln_module* mod, int32_t index, DLTensor* out);
+/* Fills *view with a tensor pointing into the module's memory (no copy): valid until the next
+ * kiln_module_run, kiln_module_set_input* or kiln_module_free; do not write through it. */
+kiln_status kiln_module_get_output_view(const kiln_module* mod, int32_t index, DLTensor* view);
+
+/* Threads of the runtime's pool (the caller included), shared by every module in the process.
+ * Default: KILN_NUM_THREADS from the environment, else the number of cores; n <= 0 restores it. */
+int32_t kiln_get_num_threads(void);
+void kiln_set_num_threads(int32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_KILN_RUNTIME_H_ */

@@ -1,0 +1,271 @@
+// kiln::export_library (compiler.h): one shared library holding kernels, plan, weights and
+// metadata, in the layout of runtime/module_format.h.
+//
+//   1. check the model (plan well formed, every node's kernel compiled, weights match the plan)
+//   2. kernels.o: codegen::build for the plan's target
+//   3. data.o: emitted by LLVM directly -- the plan JSON, the weights
+//      blob (64-byte aligned), the metadata symbols and the kiln_parallel_for trampoline. No C
+//      compiler is involved, so data of any size costs no parsing and no source text.
+//   4. `cc -shared` links the two (the only tool needed on the compiling machine is a linker
+//      driver; found at run time: $KILN_CC, else cc, gcc or clang in PATH)
+//   5. the result is renamed over `path`, so a process that has the old file loaded (mapped)
+//      never sees it change under it.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "kiln/codegen/build.h"
+#include "kiln/compiler.h"
+#include "kiln/runtime/module_format.h"
+#include "kiln/runtime/module_loader.h"
+#include "kiln/runtime/version.h"
+#include "kiln/support/error.h"
+#include "llvm/llvm_util.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+
+extern char** environ;
+
+namespace kiln {
+namespace {
+
+std::string find_linker() {
+  auto is_exec = [](const std::string& p) { return access(p.c_str(), X_OK) == 0; };
+  auto search_path = [&](const std::string& name) -> std::string {
+    if (name.find('/') != std::string::npos) return is_exec(name) ? name : "";
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path ? path : "");
+    std::string dir;
+    while (std::getline(dirs, dir, ':'))
+      if (!dir.empty() && is_exec(dir + "/" + name)) return dir + "/" + name;
+    return "";
+  };
+  if (const char* env = std::getenv("KILN_CC"); env != nullptr && *env != '\0') {
+    std::string found = search_path(env);
+    KILN_USER_CHECK(!found.empty()) << "export_library: the linker driver '" << env
+                                    << "' named by KILN_CC was not found or is not executable";
+    return found;
+  }
+  for (const char* name : {"cc", "gcc", "clang"}) {
+    std::string found = search_path(name);
+    if (!found.empty()) return found;
+  }
+  KILN_THROW() << "export_library: no C compiler to link the library with (looked for cc, gcc and clang in PATH); "
+                  "install one or name it in KILN_CC";
+  return "";
+}
+
+std::string run_tool(const std::vector<std::string>& argv, const std::string& log_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int err = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) return "cannot start '" + argv[0] + "': " + std::strerror(err);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  std::ifstream log(log_path);
+  std::string output((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  if (output.size() > 4000) output = output.substr(0, 4000) + "\n...";
+  std::ostringstream os;
+  os << "'" << argv[0] << "' failed ("
+     << (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : std::string("killed by a signal"))
+     << "):\n"
+     << output;
+  return os.str();
+}
+
+
+// A scratch directory removed with everything in it when the export ends, however it ends.
+struct TempDir {
+  std::string path;
+  std::vector<std::string> files;
+  TempDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln_export_XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    KILN_USER_CHECK(mkdtemp(buf.data()) != nullptr)
+        << "export_library: cannot create a temporary directory in " << (tmp && *tmp ? tmp : "/tmp") << ": "
+        << std::strerror(errno);
+    path = buf.data();
+  }
+  std::string file(const std::string& name) {
+    files.push_back(path + "/" + name);
+    return files.back();
+  }
+  ~TempDir() {
+    for (const std::string& f : files) unlink(f.c_str());
+    rmdir(path.c_str());
+  }
+};
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  KILN_USER_CHECK(out.good()) << "export_library: cannot write '" << path << "': " << std::strerror(errno);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  KILN_USER_CHECK(out.good()) << "export_library: cannot write '" << path << "'";
+}
+
+// Fails early (before the expensive build) if `path` cannot be written.
+void check_destination(const std::string& path) {
+  KILN_USER_CHECK(!path.empty()) << "export_library: empty output path";
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  struct stat st;
+  KILN_USER_CHECK(stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      << "export_library: cannot write '" << path << "': directory '" << dir << "' does not exist";
+  KILN_USER_CHECK(access(dir.c_str(), W_OK) == 0)
+      << "export_library: cannot write '" << path << "': directory '" << dir << "' is not writable";
+  KILN_USER_CHECK(stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode))
+      << "export_library: cannot write '" << path << "': it exists and is not a regular file";
+}
+
+// The data object: metadata, plan and weights as constant globals under the names of
+// module_format.h, the writable thread-pool slot, and the hidden kiln_parallel_for trampoline
+// that calls through it (so the kernels' calls bind inside the library).
+std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_t>& weights,
+                        const codegen::Target& target) {
+  llvm::LLVMContext ctx;
+  llvm::Module m("kiln_module_data", ctx);
+  std::unique_ptr<llvm::TargetMachine> tm = codegen::llvm_backend::create_target_machine(target, 0);
+  m.setTargetTriple(target.triple);
+  m.setDataLayout(tm->createDataLayout());
+  llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::Type* i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::PointerType* ptr = llvm::PointerType::getUnqual(ctx);
+
+  auto add = [&](const char* name, llvm::Constant* init, uint64_t align) {
+    auto* g = new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
+                                       init, name);
+    g->setAlignment(llvm::Align(align));
+  };
+  auto add_string = [&](const char* name, const std::string& s) {
+    add(name, llvm::ConstantDataArray::getString(ctx, s, /*AddNull=*/true), 1);
+  };
+  add_string(KILN_SYM_MAGIC, KILN_MODULE_MAGIC);
+  add_string(KILN_SYM_VERSION, plan.kiln_version);
+  add_string(KILN_SYM_TARGET, plan.target);
+  std::string json = runtime::to_json(plan);
+  add_string(KILN_SYM_PLAN, json);
+  add(KILN_SYM_PLAN_SIZE, llvm::ConstantInt::get(i64, json.size()), 8);
+  // Padded to a whole, non-empty number of 64-byte blocks: a zero-sized symbol could share
+  // its address with the next one, and kernels may read whole vectors of the last constant.
+  std::string blob(weights.begin(), weights.end());
+  blob.resize((blob.size() / KILN_MODULE_WEIGHTS_ALIGNMENT + 1) * KILN_MODULE_WEIGHTS_ALIGNMENT, '\0');
+  add(KILN_SYM_WEIGHTS, llvm::ConstantDataArray::getString(ctx, blob, /*AddNull=*/false), KILN_MODULE_WEIGHTS_ALIGNMENT);
+  add(KILN_SYM_WEIGHTS_SIZE, llvm::ConstantInt::get(i64, weights.size()), 8);
+  add(KILN_SYM_WEIGHTS_CHECKSUM, llvm::ConstantInt::get(i64, plan.weights_checksum), 8);
+
+  auto* slot = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+                                        llvm::ConstantPointerNull::get(ptr), KILN_SYM_PARALLEL_FOR_SLOT);
+  auto* fty = llvm::FunctionType::get(i32, {ptr, ptr, i32}, false);
+  auto* fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, "kiln_parallel_for", m);
+  fn->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  auto* call = llvm::BasicBlock::Create(ctx, "call", fn);
+  auto* unset = llvm::BasicBlock::Create(ctx, "unset", fn);
+  llvm::IRBuilder<> b(entry);
+  llvm::Value* target_fn = b.CreateLoad(ptr, slot, "runtime_parallel_for");
+  b.CreateCondBr(b.CreateIsNull(target_fn), unset, call);
+  b.SetInsertPoint(call);
+  std::vector<llvm::Value*> args;
+  for (llvm::Argument& a : fn->args()) args.push_back(&a);
+  llvm::CallInst* result = b.CreateCall(fty, target_fn, args);
+  result->setTailCall();
+  b.CreateRet(result);
+  b.SetInsertPoint(unset);
+  b.CreateRet(llvm::ConstantInt::get(i32, KILN_MODULE_NO_RUNTIME, /*isSigned=*/true));
+
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  KILN_CHECK(!llvm::verifyModule(m, &es)) << "export_library: invalid data module: " << es.str();
+  return codegen::llvm_backend::emit_machine_code(m, *tm, /*assembly=*/false);
+}
+
+// The plan as it goes into the library: target resolved to a full spec (the loader checks its
+// features), this kiln's version, the weights' size and checksum.
+runtime::GraphPlan finished_plan(const CompiledModel& model, codegen::Target* target) {
+  runtime::GraphPlan plan = model.plan;
+  *target = plan.target.empty() ? codegen::Target::host() : codegen::Target::parse(plan.target);
+  plan.target = target->str();
+  plan.kiln_version = KILN_VERSION_STRING;
+  int64_t size = static_cast<int64_t>(model.weights.size());
+  KILN_USER_CHECK(plan.weights_bytes == 0 || plan.weights_bytes == size)
+      << "export_library: the plan expects " << plan.weights_bytes << " bytes of weights, the model has " << size;
+  uint64_t checksum = runtime::fnv1a64(model.weights.data(), model.weights.size());
+  KILN_USER_CHECK(plan.weights_checksum == 0 || plan.weights_checksum == checksum)
+      << "export_library: the model's weights do not match the checksum its plan records (stale plan?)";
+  plan.weights_bytes = size;
+  plan.weights_checksum = checksum;
+  std::string problem = runtime::plan_problem(plan, size);
+  KILN_USER_CHECK(problem.empty()) << "export_library: malformed plan: " << problem;
+
+  std::set<std::string> compiled;
+  for (const ir::PrimFunc& f : model.kernels) {
+    KILN_USER_CHECK(f.name.rfind("kiln_", 0) != 0)
+        << "export_library: kernel name '" << f.name << "' is reserved (kiln_* names belong to the runtime)";
+    compiled.insert(f.name);
+  }
+  for (size_t n = 0; n < plan.nodes.size(); ++n)
+    KILN_USER_CHECK(compiled.count(plan.nodes[n].kernel))
+        << "export_library: node " << n << " '" << plan.nodes[n].label << "' calls kernel '" << plan.nodes[n].kernel
+        << "', which is not among the model's kernels";
+  return plan;
+}
+
+}  // namespace
+
+void export_library(const CompiledModel& model, const std::string& path) {
+  check_destination(path);
+  codegen::Target target;
+  runtime::GraphPlan plan = finished_plan(model, &target);
+  std::string linker = find_linker();
+
+  TempDir tmp;
+  std::string kernels_o = tmp.file("kernels.o"), data_o = tmp.file("data.o"), so = tmp.file("module.so"),
+              log = tmp.file("link.log");
+  write_file(kernels_o, codegen::build(model.kernels, target).object_code());
+  write_file(data_o, data_object(plan, model.weights, target));
+
+  // -z defs: a kernel calling a function no library provides fails here, not on the user's
+  // machine. -Bsymbolic: the module's own symbols bind inside it. libm: kernels call expf & co.
+  std::string error = run_tool({linker, "-shared", "-o", so, kernels_o, data_o, "-Wl,-z,defs", "-Wl,-Bsymbolic",
+                                "-Wl,-z,noexecstack", "-lm"},
+                               log);
+  KILN_USER_CHECK(error.empty()) << "export_library: linking '" << path << "' failed: " << error;
+
+  std::ifstream in(so, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  KILN_USER_CHECK(!bytes.empty()) << "export_library: the linker wrote no library";
+  std::string staging = path + ".tmp" + std::to_string(getpid());
+  write_file(staging, bytes);
+  if (rename(staging.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    unlink(staging.c_str());
+    KILN_THROW() << "export_library: cannot write '" << path << "': " << std::strerror(e);
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,207 @@
+// CPU feature detection for the loader's target check (runtime/cpu_features.h).
+//
+// The x86 table mirrors what LLVM's host detection (llvm::sys::getHostCPUFeatures) reports, bit
+// for bit, including its rule that vector extensions only count when the OS saves their
+// register state (XCR0): a test compares this table with Target::host() on the build machine.
+#include "kiln/runtime/cpu_features.h"
+
+#include <sstream>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace kiln::runtime {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+enum Reg { EAX, EBX, ECX, EDX };
+// Register state the OS must save for a feature to count, as LLVM decides it: kAvxState needs
+// OSXSAVE, the AVX bit and XCR0 SSE+AVX (0x6); kAvx512State adds opmask/ZMM (0xE0); kAmxState
+// needs OSXSAVE and the XCR0 tile bits 17-18.
+enum State { kNoState, kAvxState, kAvx512State, kAmxState };
+
+struct FeatureBit {
+  const char* name;
+  unsigned leaf, subleaf;
+  Reg reg;
+  int bit;
+  State state;
+};
+
+const FeatureBit kFeatures[] = {
+    {"cx8", 1, 0, EDX, 8, kNoState},          {"cmov", 1, 0, EDX, 15, kNoState},        {"mmx", 1, 0, EDX, 23, kNoState},
+    {"fxsr", 1, 0, EDX, 24, kNoState},        {"sse", 1, 0, EDX, 25, kNoState},         {"sse2", 1, 0, EDX, 26, kNoState},
+    {"sse3", 1, 0, ECX, 0, kNoState},         {"pclmul", 1, 0, ECX, 1, kNoState},       {"ssse3", 1, 0, ECX, 9, kNoState},
+    {"fma", 1, 0, ECX, 12, kAvxState}, {"cx16", 1, 0, ECX, 13, kNoState},        {"sse4.1", 1, 0, ECX, 19, kNoState},
+    {"sse4.2", 1, 0, ECX, 20, kNoState},      {"crc32", 1, 0, ECX, 20, kNoState},       {"movbe", 1, 0, ECX, 22, kNoState},
+    {"popcnt", 1, 0, ECX, 23, kNoState},      {"aes", 1, 0, ECX, 25, kNoState},         {"xsave", 1, 0, ECX, 26, kAvxState},
+    {"avx", 1, 0, ECX, 28, kAvxState}, {"f16c", 1, 0, ECX, 29, kAvxState}, {"rdrnd", 1, 0, ECX, 30, kNoState},
+    {"fsgsbase", 7, 0, EBX, 0, kNoState},     {"bmi", 7, 0, EBX, 3, kNoState},          {"avx2", 7, 0, EBX, 5, kAvxState},
+    {"bmi2", 7, 0, EBX, 8, kNoState},         {"invpcid", 7, 0, EBX, 10, kNoState},     {"rtm", 7, 0, EBX, 11, kNoState},
+    {"avx512f", 7, 0, EBX, 16, kAvx512State},
+    {"avx512dq", 7, 0, EBX, 17, kAvx512State},
+    {"rdseed", 7, 0, EBX, 18, kNoState},      {"adx", 7, 0, EBX, 19, kNoState},
+    {"avx512ifma", 7, 0, EBX, 21, kAvx512State},
+    {"clflushopt", 7, 0, EBX, 23, kNoState},  {"clwb", 7, 0, EBX, 24, kNoState},
+    {"avx512cd", 7, 0, EBX, 28, kAvx512State},
+    {"sha", 7, 0, EBX, 29, kNoState},
+    {"avx512bw", 7, 0, EBX, 30, kAvx512State},
+    {"avx512vl", 7, 0, EBX, 31, kAvx512State},
+    {"avx512vbmi", 7, 0, ECX, 1, kAvx512State},
+    {"pku", 7, 0, ECX, 4, kNoState},  // OSPKE: the OS enabled protection keys
+    {"waitpkg", 7, 0, ECX, 5, kNoState},
+    {"avx512vbmi2", 7, 0, ECX, 6, kAvx512State},
+    {"shstk", 7, 0, ECX, 7, kNoState},        {"gfni", 7, 0, ECX, 8, kNoState},
+    {"vaes", 7, 0, ECX, 9, kAvxState}, {"vpclmulqdq", 7, 0, ECX, 10, kAvxState},
+    {"avx512vnni", 7, 0, ECX, 11, kAvx512State},
+    {"avx512bitalg", 7, 0, ECX, 12, kAvx512State},
+    {"avx512vpopcntdq", 7, 0, ECX, 14, kAvx512State},
+    {"rdpid", 7, 0, ECX, 22, kNoState},       {"cldemote", 7, 0, ECX, 25, kNoState},    {"movdiri", 7, 0, ECX, 27, kNoState},
+    {"movdir64b", 7, 0, ECX, 28, kNoState},   {"enqcmd", 7, 0, ECX, 29, kNoState},
+    {"uintr", 7, 0, EDX, 5, kNoState},
+    {"avx512vp2intersect", 7, 0, EDX, 8, kAvx512State},
+    {"serialize", 7, 0, EDX, 14, kNoState},   {"tsxldtrk", 7, 0, EDX, 16, kNoState},    {"pconfig", 7, 0, EDX, 18, kNoState},
+    {"amx-bf16", 7, 0, EDX, 22, kAmxState},
+    {"avx512fp16", 7, 0, EDX, 23, kAvx512State},
+    {"amx-tile", 7, 0, EDX, 24, kAmxState},
+    {"amx-int8", 7, 0, EDX, 25, kAmxState},
+    {"raoint", 7, 1, EAX, 3, kNoState},       {"avxvnni", 7, 1, EAX, 4, kAvxState},
+    {"avx512bf16", 7, 1, EAX, 5, kAvx512State},
+    {"cmpccxadd", 7, 1, EAX, 7, kNoState},    {"amx-fp16", 7, 1, EAX, 21, kAmxState},
+    {"hreset", 7, 1, EAX, 22, kNoState},      {"avxifma", 7, 1, EAX, 23, kAvxState},
+    {"avxvnniint8", 7, 1, EDX, 4, kAvxState},
+    {"avxneconvert", 7, 1, EDX, 5, kAvxState},
+    {"prefetchi", 7, 1, EDX, 14, kNoState},
+    {"xsaveopt", 0xD, 1, EAX, 0, kAvxState},
+    {"xsavec", 0xD, 1, EAX, 1, kAvxState},
+    {"xsaves", 0xD, 1, EAX, 3, kAvxState},
+    {"sahf", 0x80000001, 0, ECX, 0, kNoState},
+    {"lzcnt", 0x80000001, 0, ECX, 5, kNoState},
+    {"sse4a", 0x80000001, 0, ECX, 6, kNoState},
+    {"prfchw", 0x80000001, 0, ECX, 8, kNoState},
+    {"xop", 0x80000001, 0, ECX, 11, kAvxState},
+    {"fma4", 0x80000001, 0, ECX, 16, kAvxState},
+    {"tbm", 0x80000001, 0, ECX, 21, kNoState},
+    {"64bit", 0x80000001, 0, EDX, 29, kNoState},
+};
+
+bool cpuid(unsigned leaf, unsigned subleaf, unsigned r[4]) {
+  unsigned max = __get_cpuid_max(leaf & 0x80000000u, nullptr);
+  if (max < leaf) return false;
+  if (leaf == 7 && subleaf > 0) {
+    unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (a < subleaf) return false;  // EAX of leaf 7.0: the highest subleaf
+  }
+  __cpuid_count(leaf, subleaf, r[0], r[1], r[2], r[3]);
+  return true;
+}
+
+unsigned long long read_xcr0() {
+  unsigned r[4];
+  if (!cpuid(1, 0, r) || !((r[ECX] >> 27) & 1)) return 0;  // no OSXSAVE: xgetbv would fault
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<unsigned long long>(hi) << 32) | lo;
+}
+#endif
+
+// Key features a -mcpu name implies (enough to refuse the common mismatches: AVX, AVX2/FMA,
+// AVX-512). Names LLVM knows but this table does not imply nothing.
+struct CpuImplies {
+  const char* cpus;
+  const char* features;
+};
+const CpuImplies kCpuImplies[] = {
+    {" x86-64-v2 nehalem westmere silvermont goldmont ", "sse4.2 popcnt"},
+    {" sandybridge ivybridge btver2 ", "avx"},
+    {" x86-64-v3 haswell broadwell skylake alderlake raptorlake meteorlake gracemont znver1 znver2 znver3 ",
+     "avx avx2 fma"},
+    {" x86-64-v4 knl knm skylake-avx512 cascadelake cooperlake cannonlake icelake-client icelake-server tigerlake "
+     "rocketlake sapphirerapids emeraldrapids graniterapids znver4 ",
+     "avx avx2 fma avx512f"},
+};
+
+}  // namespace
+
+const std::vector<std::string>& checkable_cpu_features() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+#if defined(__x86_64__) || defined(__i386__)
+    for (const FeatureBit& f : kFeatures) v.push_back(f.name);
+#endif
+    return v;
+  }();
+  return names;
+}
+
+CpuFeatures host_cpu_features() {
+  CpuFeatures c;
+#if defined(__x86_64__)
+  c.arch = "x86_64";
+#elif defined(__i386__)
+  c.arch = "i386";
+#elif defined(__aarch64__)
+  c.arch = "aarch64";
+#else
+  c.arch = "unknown";
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned long long xcr0 = read_xcr0();  // 0 without OSXSAVE
+  unsigned r1[4] = {0, 0, 0, 0};
+  cpuid(1, 0, r1);
+  bool avx_save = xcr0 != 0 && ((r1[ECX] >> 28) & 1) && (xcr0 & 0x6) == 0x6;
+  bool saved[] = {true, avx_save, avx_save && (xcr0 & 0xE0) == 0xE0, (xcr0 & 0x60000) == 0x60000};
+  for (const FeatureBit& f : kFeatures) {
+    unsigned r[4];
+    if (!cpuid(f.leaf, f.subleaf, r) || !((r[f.reg] >> f.bit) & 1) || !saved[f.state]) continue;
+    c.features.insert(f.name);
+  }
+#endif
+  return c;
+}
+
+std::string target_incompatibility(const std::string& target, const CpuFeatures& cpu) {
+  std::istringstream is(target);
+  std::string kind, tok, triple, mcpu, mattr;
+  is >> kind;
+  if (kind != "llvm") return "target '" + target + "' is not a CPU target (kind '" + kind + "')";
+  while (is >> tok) {
+    if (tok.rfind("-mtriple=", 0) == 0) triple = tok.substr(9);
+    else if (tok.rfind("-mcpu=", 0) == 0) mcpu = tok.substr(6);
+    else if (tok.rfind("-mattr=", 0) == 0) mattr = tok.substr(7);
+  }
+  std::string arch = triple.substr(0, triple.find('-'));
+  if (!arch.empty() && arch != cpu.arch)
+    return "the module was built for " + arch + " (triple " + triple + ") and this machine is " + cpu.arch;
+
+  std::set<std::string> enabled, disabled;
+  std::istringstream fs(mattr);
+  while (std::getline(fs, tok, ',')) {
+    if (tok.size() < 2) continue;
+    // LLVM applies the list in order: a later +f/-f overrides an earlier one.
+    std::string name = tok.substr(1);
+    (tok[0] == '-' ? disabled : enabled).insert(name);
+    (tok[0] == '-' ? enabled : disabled).erase(name);
+  }
+  for (const CpuImplies& ci : kCpuImplies) {
+    if (mcpu.empty() || std::string(ci.cpus).find(" " + mcpu + " ") == std::string::npos) continue;
+    std::istringstream imp(ci.features);
+    while (imp >> tok)
+      if (!disabled.count(tok)) enabled.insert(tok);
+  }
+  const std::vector<std::string>& known = checkable_cpu_features();
+  std::string missing;
+  for (const std::string& f : enabled) {
+    bool checkable = false;
+    for (const std::string& k : known) checkable = checkable || k == f;
+    if (checkable && !cpu.has(f)) missing += (missing.empty() ? "" : ", ") + f;
+  }
+  if (missing.empty()) return "";
+  return "the module was built for CPU '" + (mcpu.empty() ? std::string("generic") : mcpu) +
+         "' with features this machine lacks: " + missing +
+         " (compile it for this machine, e.g. with a target naming its CPU or leaving these features out)";
+}
+
+}  // namespace kiln::runtime

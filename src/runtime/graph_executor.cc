@@ -1,0 +1,258 @@
+// GraphExecutor (graph_executor.h): planned memory, input/output copies with checks, node calls.
+#include "kiln/runtime/graph_executor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "kiln/runtime/module_format.h"
+
+namespace kiln::runtime {
+namespace {
+
+[[noreturn]] void fail(ErrorKind kind, const std::string& message) { throw RuntimeError(kind, message); }
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+bool is_bool(DLDataType t) { return t.code == kDLUInt && t.bits == 1 && t.lanes == 1; }
+
+// A caller's tensor may describe a bool as DLPack >= 0.8 does (kDLBool = 6, 8 bits).
+bool dtype_matches(DLDataType want, DLDataType got) {
+  if (want == got) return true;
+  return is_bool(want) && got.code == 6 && got.bits == 8 && got.lanes == 1;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Copies between the compact buffer `compact` and the (possibly strided) tensor `t` of the same
+// shape: into the buffer when to_compact, else out of it.
+void strided_copy(const DLTensor& t, void* compact, size_t elem, bool to_compact) {
+  char* base = static_cast<char*>(t.data) + t.byte_offset;
+  char* buf = static_cast<char*>(compact);
+  int64_t n = 1;
+  for (int d = 0; d < t.ndim; ++d) n *= t.shape[d];
+  bool dense = t.strides == nullptr;
+  if (!dense) {
+    int64_t expect = 1;
+    dense = true;
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      if (t.shape[d] != 1 && t.strides[d] != expect) dense = false;
+      expect *= t.shape[d];
+    }
+  }
+  if (dense || n == 0) {
+    if (n > 0) to_compact ? std::memcpy(buf, base, n * elem) : std::memcpy(base, buf, n * elem);
+    return;
+  }
+  std::vector<int64_t> idx(t.ndim, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t off = 0;
+    for (int d = 0; d < t.ndim; ++d) off += idx[d] * t.strides[d];
+    char* p = base + off * static_cast<int64_t>(elem);
+    to_compact ? std::memcpy(buf + k * elem, p, elem) : std::memcpy(p, buf + k * elem, elem);
+    for (int d = t.ndim - 1; d >= 0 && ++idx[d] == t.shape[d]; --d) idx[d] = 0;
+  }
+}
+
+// Throws naming `what` ("input 'x'") unless `t` is CPU memory of the info's dtype and shape.
+void check_tensor(const std::string& what, const TensorInfo& info, const DLTensor& t) {
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost)
+    fail(ErrorKind::kInvalidArgument,
+         what + ": the tensor is not in CPU memory (device type " + std::to_string(t.device.device_type) + ")");
+  if (!dtype_matches(info.dtype, t.dtype))
+    fail(ErrorKind::kInvalidArgument, what + ": expected dtype " + dtype_str(info.dtype) + ", got " + dtype_str(t.dtype));
+  bool same = t.ndim == static_cast<int>(info.shape.size()) && (t.ndim == 0 || t.shape != nullptr);
+  for (int d = 0; same && d < t.ndim; ++d) same = t.shape[d] == info.shape[d];
+  if (!same)
+    fail(ErrorKind::kInvalidArgument, what + ": expected shape " +
+                                          shape_str(info.shape.data(), static_cast<int>(info.shape.size())) + ", got " +
+                                          (t.ndim > 0 && t.shape == nullptr ? std::string("a null shape") : shape_str(t.shape, t.ndim)));
+  if (t.data == nullptr && numel(info.shape) > 0) fail(ErrorKind::kInvalidArgument, what + ": the tensor's data is null");
+}
+
+}  // namespace
+
+struct GraphExecutor::Impl {
+  std::shared_ptr<const LoadedModule> module;
+  std::vector<std::unique_ptr<void, FreeDeleter>> storages;
+  std::vector<void*> entry_data;
+  std::vector<std::vector<void*>> node_args;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<int> input_entries, output_entries;
+  std::vector<bool> input_set;
+  // Inputs whose bytes a node may overwrite (memory planning let an intermediate share them)
+  // are kept here and copied in at every run, so run() can be repeated.
+  std::vector<std::vector<char>> staged;
+  std::vector<bool> needs_staging;
+  bool have_outputs = false;
+
+  size_t bytes_of(int entry) const {
+    const GraphEntry& e = module->plan().entries[entry];
+    return static_cast<size_t>(numel(e.shape)) * dtype_bytes(e.dtype);
+  }
+  std::string input_name_list() const {
+    std::string s;
+    for (const TensorInfo& i : inputs) s += (s.empty() ? "'" : ", '") + i.name + "'";
+    return s;
+  }
+};
+
+GraphExecutor GraphExecutor::load(const std::string& path) { return GraphExecutor(LoadedModule::load(path)); }
+
+GraphExecutor::GraphExecutor(std::shared_ptr<const LoadedModule> module) : impl_(std::make_unique<Impl>()) {
+  if (module == nullptr) fail(ErrorKind::kInvalidArgument, "GraphExecutor: null module");
+  Impl& m = *impl_;
+  m.module = std::move(module);
+  const GraphPlan& plan = m.module->plan();
+  for (size_t s = 0; s < plan.storage_bytes.size(); ++s) {
+    void* p = nullptr;
+    size_t bytes = static_cast<size_t>(plan.storage_bytes[s]);
+    if (posix_memalign(&p, KILN_MODULE_WEIGHTS_ALIGNMENT, bytes == 0 ? 64 : bytes) != 0 || p == nullptr)
+      fail(ErrorKind::kOutOfMemory, "cannot allocate storage " + std::to_string(s) + " (" + std::to_string(bytes) + " bytes)");
+    m.storages.emplace_back(p);
+  }
+  for (const GraphEntry& e : plan.entries) {
+    // Constants are only ever read by kernels; the const_cast is the kernel ABI's void*.
+    void* p = e.is_constant ? static_cast<void*>(const_cast<uint8_t*>(m.module->weights()) + e.offset)
+                            : static_cast<void*>(static_cast<char*>(m.storages[e.storage].get()) + e.offset);
+    m.entry_data.push_back(p);
+  }
+  for (const GraphNode& n : plan.nodes) {
+    std::vector<void*> args;
+    for (int a : n.args) args.push_back(m.entry_data[a]);
+    m.node_args.push_back(std::move(args));
+  }
+  auto info = [&](const GraphIO& io) {
+    const GraphEntry& e = plan.entries[io.entry];
+    return TensorInfo{io.name, e.dtype, e.shape};
+  };
+  for (const GraphIO& io : plan.inputs) {
+    m.inputs.push_back(info(io));
+    m.input_entries.push_back(io.entry);
+    const GraphEntry& in = plan.entries[io.entry];
+    int64_t lo = in.offset, hi = in.offset + static_cast<int64_t>(m.bytes_of(io.entry));
+    bool shared = false;
+    for (size_t f = 0; f < plan.entries.size() && !shared; ++f) {
+      const GraphEntry& e = plan.entries[f];
+      if (static_cast<int>(f) == io.entry || e.is_constant || e.storage != in.storage) continue;
+      int64_t elo = e.offset, ehi = e.offset + static_cast<int64_t>(m.bytes_of(static_cast<int>(f)));
+      shared = elo < hi && lo < ehi && ehi > elo && hi > lo;
+    }
+    m.needs_staging.push_back(shared);
+    m.staged.emplace_back(shared ? m.bytes_of(io.entry) : 0);
+  }
+  m.input_set.assign(m.inputs.size(), false);
+  for (const GraphIO& io : plan.outputs) {
+    m.outputs.push_back(info(io));
+    m.output_entries.push_back(io.entry);
+  }
+}
+
+GraphExecutor::GraphExecutor(GraphExecutor&&) noexcept = default;
+GraphExecutor& GraphExecutor::operator=(GraphExecutor&&) noexcept = default;
+GraphExecutor::~GraphExecutor() = default;
+
+const LoadedModule& GraphExecutor::module() const { return *impl_->module; }
+int GraphExecutor::num_inputs() const { return static_cast<int>(impl_->inputs.size()); }
+int GraphExecutor::num_outputs() const { return static_cast<int>(impl_->outputs.size()); }
+
+const TensorInfo& GraphExecutor::input_info(int index) const {
+  if (index < 0 || index >= num_inputs())
+    fail(ErrorKind::kInvalidArgument, "input index " + std::to_string(index) + " is out of range (the module has " +
+                                          std::to_string(num_inputs()) + " inputs)");
+  return impl_->inputs[index];
+}
+
+const TensorInfo& GraphExecutor::output_info(int index) const {
+  if (index < 0 || index >= num_outputs())
+    fail(ErrorKind::kInvalidArgument, "output index " + std::to_string(index) + " is out of range (the module has " +
+                                          std::to_string(num_outputs()) + " outputs)");
+  return impl_->outputs[index];
+}
+
+int GraphExecutor::input_index(const std::string& name) const {
+  for (int i = 0; i < num_inputs(); ++i)
+    if (impl_->inputs[i].name == name) return i;
+  fail(ErrorKind::kInvalidArgument, "the module has no input named '" + name + "' (its inputs: " +
+                                        impl_->input_name_list() + ")");
+}
+
+int GraphExecutor::output_index(const std::string& name) const {
+  for (int i = 0; i < num_outputs(); ++i)
+    if (impl_->outputs[i].name == name) return i;
+  fail(ErrorKind::kInvalidArgument, "the module has no output named '" + name + "'");
+}
+
+void GraphExecutor::set_input(int index, const DLTensor& value) {
+  const TensorInfo& info = input_info(index);
+  check_tensor("input '" + info.name + "'", info, value);
+  Impl& m = *impl_;
+  int entry = m.input_entries[index];
+  void* dst = m.needs_staging[index] ? static_cast<void*>(m.staged[index].data()) : m.entry_data[entry];
+  strided_copy(value, dst, dtype_bytes(info.dtype), /*to_compact=*/true);
+  // Outputs stay valid: an input that shares bytes with any other entry is staged, so this
+  // copy never lands on an output.
+  m.input_set[index] = true;
+}
+
+void GraphExecutor::set_input(const std::string& name, const DLTensor& value) { set_input(input_index(name), value); }
+
+void GraphExecutor::run() {
+  Impl& m = *impl_;
+  const GraphPlan& plan = m.module->plan();
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    if (!m.input_set[i]) fail(ErrorKind::kState, "run: input '" + m.inputs[i].name + "' was never set");
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    if (m.needs_staging[i]) std::memcpy(m.entry_data[m.input_entries[i]], m.staged[i].data(), m.staged[i].size());
+  m.have_outputs = false;
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const std::vector<void*>& args = m.node_args[n];
+    int32_t rc = m.module->node_kernel(n)(args.data(), static_cast<int32_t>(args.size()));
+    if (rc != 0) {
+      const GraphNode& node = plan.nodes[n];
+      std::string why = rc == -1                       ? " (a heap allocation failed)"
+                        : rc == -2                     ? " (wrong number of arguments: the plan does not fit the kernel)"
+                        : rc == KILN_MODULE_NO_RUNTIME ? " (the module is not connected to the runtime's thread pool)"
+                                                       : "";
+      fail(ErrorKind::kKernel, "run: node " + std::to_string(n) + " '" + node.label + "' (kernel " + node.kernel +
+                                   ") failed with code " + std::to_string(rc) + why);
+    }
+  }
+  m.have_outputs = true;
+}
+
+DLTensor GraphExecutor::output_view(int index) const {
+  const TensorInfo& info = output_info(index);
+  if (!impl_->have_outputs) fail(ErrorKind::kState, "output '" + info.name + "' has not been computed (call run first)");
+  DLTensor t{};
+  t.data = impl_->entry_data[impl_->output_entries[index]];
+  t.device = DLDevice{kDLCPU, 0};
+  t.ndim = static_cast<int>(info.shape.size());
+  t.dtype = info.dtype;
+  t.shape = const_cast<int64_t*>(info.shape.data());
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  return t;
+}
+
+void GraphExecutor::get_output(int index, DLTensor& out) const {
+  const TensorInfo& info = output_info(index);
+  DLTensor view = output_view(index);
+  check_tensor("output '" + info.name + "'", info, out);
+  strided_copy(out, view.data, dtype_bytes(info.dtype), /*to_compact=*/false);
+}
+
+NDArray GraphExecutor::get_output(int index) const {
+  const TensorInfo& info = output_info(index);
+  NDArray a = NDArray::empty(info.shape, info.dtype);
+  get_output(index, *a.dltensor());
+  return a;
+}
+
+}  // namespace kiln::runtime

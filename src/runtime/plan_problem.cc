@@ -1,0 +1,87 @@
+// plan_problem: the structural checks a plan must pass before the executor trusts its numbers
+// (module_loader.h). A plan comes out of a file, so every index and byte range is checked:
+// a bad one must become a clear refusal at load time, not a wild write at run time.
+#include <set>
+#include <sstream>
+
+#include "kiln/runtime/module_loader.h"
+#include "kiln/runtime/module_format.h"
+#include "kiln/runtime/ndarray.h"
+
+namespace kiln::runtime {
+namespace {
+
+// Bytes of an entry, or -1 if its shape is invalid or its size overflows.
+int64_t entry_bytes(const GraphEntry& e) {
+  if (e.dtype.bits == 0 || e.dtype.lanes == 0) return -1;
+  int64_t n = static_cast<int64_t>(dtype_bytes(e.dtype));
+  for (int64_t d : e.shape) {
+    if (d < 0 || (d > 0 && n > (int64_t(1) << 50) / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::string check_io(const std::vector<GraphIO>& list, const char* what, const GraphPlan& plan) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const GraphIO& io = list[i];
+    std::ostringstream where;
+    where << what << " " << i << " '" << io.name << "'";
+    if (io.name.empty()) return where.str() + " has no name";
+    if (!names.insert(io.name).second) return where.str() + ": the name is used twice";
+    if (io.entry < 0 || io.entry >= static_cast<int>(plan.entries.size()))
+      return where.str() + " names entry " + std::to_string(io.entry) + ", which does not exist";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string plan_problem(const GraphPlan& plan, int64_t weights_bytes) {
+  std::ostringstream os;
+  for (size_t s = 0; s < plan.storage_bytes.size(); ++s)
+    if (plan.storage_bytes[s] < 0) return "storage " + std::to_string(s) + " has a negative size";
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const GraphEntry& e = plan.entries[i];
+    std::string where = "entry " + std::to_string(i);
+    int64_t bytes = entry_bytes(e);
+    if (bytes < 0)
+      return where + " has an invalid dtype or shape " + shape_str(e.shape.data(), static_cast<int>(e.shape.size()));
+    // Kernels assume 64-byte aligned arguments (codegen marks them `align 64`).
+    if (e.offset < 0 || e.offset % KILN_MODULE_WEIGHTS_ALIGNMENT != 0)
+      return where + " has offset " + std::to_string(e.offset) + ", not a multiple of 64";
+    int64_t limit;
+    if (e.is_constant) {
+      limit = weights_bytes;
+      where += " (a constant)";
+    } else {
+      if (e.storage < 0 || e.storage >= static_cast<int>(plan.storage_bytes.size()))
+        return where + " lives in storage " + std::to_string(e.storage) + ", which does not exist";
+      limit = plan.storage_bytes[e.storage];
+      where += " (in storage " + std::to_string(e.storage) + ")";
+    }
+    if (e.offset + bytes > limit) {
+      os << where << ": bytes [" << e.offset << ", " << e.offset + bytes << ") lie outside the "
+         << limit << " bytes of " << (e.is_constant ? "the weights" : "its storage");
+      return os.str();
+    }
+  }
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const GraphNode& node = plan.nodes[n];
+    std::string where = "node " + std::to_string(n) + " '" + node.label + "'";
+    if (node.kernel.empty()) return where + " names no kernel";
+    for (int a : node.args)
+      if (a < 0 || a >= static_cast<int>(plan.entries.size()))
+        return where + " passes entry " + std::to_string(a) + ", which does not exist";
+  }
+  std::string io = check_io(plan.inputs, "input", plan);
+  if (io.empty()) io = check_io(plan.outputs, "output", plan);
+  if (!io.empty()) return io;
+  for (const GraphIO& in : plan.inputs)
+    if (plan.entries[in.entry].is_constant) return "input '" + in.name + "' is a constant entry";
+  if (plan.outputs.empty()) return "the plan has no outputs";
+  return "";
+}
+
+}  // namespace kiln::runtime
