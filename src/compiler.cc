@@ -11,13 +11,6 @@
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
 
-// The op library defines register_lowerings (te/ops/lowering.h). Until that lands on this branch,
-// a weak empty stand-in lets the compiler link; the library's strong definition replaces it.
-// TODO(graph): remove once the op library is merged.
-namespace kiln::te::ops {
-__attribute__((weak)) void register_lowerings() {}
-}  // namespace kiln::te::ops
-
 namespace kiln {
 
 namespace {

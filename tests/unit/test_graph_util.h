@@ -180,6 +180,10 @@ inline Expr mul_f(Expr a, Expr b) { return a * b; }
 class ScopedTestLowerings {
  public:
   ScopedTestLowerings() {
+    // Register the real library first: compile() calls register_lowerings() (once per process),
+    // which would otherwise overwrite these inside the scope, and the destructor would then put
+    // back empty slots that nothing refills.
+    te::ops::register_lowerings();
     set("add", detail::binary(detail::add_f));
     set("multiply", detail::binary(detail::mul_f));
     set("nn.relu", detail::unary(detail::relu_f));

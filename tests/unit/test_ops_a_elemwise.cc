@@ -297,10 +297,12 @@ TEST_CASE("ops_a: every elementwise, broadcast, injective and reduction op of th
     bool in_scope = op.pattern <= relay::OpPattern::CommReduce;
     // Owned by the nn part of the library (B): normalizations and resize.
     bool nn_part = name == "nn.batch_norm" || name == "image.resize";
-    if (in_scope && !nn_part && !op.has_lowering()) missing.push_back(name);
+    // Registered and lowered by the graph compiler's alter_layout pass, not by the op library.
+    bool graph_part = name == "layout_transform";
+    if (in_scope && !nn_part && !graph_part && !op.has_lowering()) missing.push_back(name);
   }
   INFO("ops without a lowering: " << missing.size());
-  for (const auto& m : missing) INFO(m);
+  for (const auto& m : missing) UNSCOPED_INFO(m);
   CHECK(missing.empty());
   CHECK(mine.size() >= 80);
 }

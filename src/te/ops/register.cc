@@ -3,12 +3,16 @@
 
 #include "kiln/te/ops/lowering.h"
 #include "kiln/te/ops/register_a.h"
+#include "kiln/te/ops/register_b.h"
 
 namespace kiln::te::ops {
 
 void register_lowerings() {
   static std::once_flag once;
-  std::call_once(once, [] { register_lowerings_a(); });
+  std::call_once(once, [] {
+    register_lowerings_a();  // elementwise, broadcast, injective, shape and reduction ops
+    register_lowerings_b();  // nn ops: conv, pooling, dense/matmul, normalizations, softmax, ...
+  });
 }
 
 }  // namespace kiln::te::ops

@@ -1,0 +1,38 @@
+// kiln compile MODEL.onnx -o OUT.so [--target T] [--dump-ir STAGE] [--tuning-log LOG]
+#include <iostream>
+
+#include "commands.h"
+#include "kiln/compiler.h"
+#include "kiln/relay/frontend/onnx.h"
+
+namespace kiln::cli {
+
+void add_compile(CLI::App& app, int* status) {
+  struct Args {
+    std::string model, out, target = "llvm", dump_ir, tuning_log;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand("compile", "compile an ONNX model into one deployable .so");
+  c->add_option("model", args->model, "the .onnx model")->required();
+  c->add_option("-o,--output", args->out, "the shared library to write")->required();
+  c->add_option("--target", args->target, "code generation target (llvm: this CPU; llvm -mcpu=... -mattr=...)");
+  c->add_option("--dump-ir", args->dump_ir, "print the graph after this pass (or 'all') to stderr");
+  c->add_option("--tuning-log", args->tuning_log, "apply the best schedules of this autotuning log");
+  c->callback([args, status] {
+    *status = guarded("compile", [&] {
+      relay::Module m = relay::from_onnx(args->model);
+      CompileOptions opts;
+      opts.target = codegen::Target::parse(args->target);
+      opts.dump_ir_stage = args->dump_ir;
+      opts.tuning_log = args->tuning_log;
+      CompiledModel compiled = compile(m, opts);
+      for (const std::string& note : compiled.notes) std::cerr << "note: " << note << "\n";
+      export_library(compiled, args->out);
+      std::cout << "compiled " << args->model << " -> " << args->out << " (" << compiled.kernels.size()
+                << " kernels, " << compiled.weights.size() << " bytes of weights)\n";
+      return kOk;
+    });
+  });
+}
+
+}  // namespace kiln::cli

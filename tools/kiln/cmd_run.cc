@@ -1,0 +1,46 @@
+// kiln run OUT.so --input NAME=FILE.pb ... [--output-dir DIR]: runs a compiled model on
+// TensorProto inputs and writes each output as DIR/<output name>.pb.
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "kiln/relay/frontend/onnx.h"
+#include "kiln/support/error.h"
+#include "module_io.h"
+
+namespace kiln::cli {
+
+void add_run(CLI::App& app, int* status) {
+  struct Args {
+    std::string module, output_dir = ".";
+    std::vector<std::string> inputs;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* c = app.add_subcommand("run", "run a compiled model on TensorProto (.pb) inputs");
+  c->add_option("module", args->module, "the compiled model (.so)")->required();
+  c->add_option("-i,--input", args->inputs, "NAME=FILE.pb, one per model input");
+  c->add_option("--output-dir", args->output_dir, "where to write <output name>.pb files");
+  c->callback([args, status] {
+    *status = guarded("run", [&] {
+      LoadedModel m(args->module);
+      for (const std::string& spec : args->inputs) {
+        size_t eq = spec.find('=');
+        KILN_USER_CHECK(eq != std::string::npos && eq > 0)
+            << "--input expects NAME=FILE.pb, got '" << spec << "'";
+        m.set_input(spec.substr(0, eq), relay::load_tensor_pb(spec.substr(eq + 1)).value);
+      }
+      m.run();
+      std::filesystem::create_directories(args->output_dir);
+      for (int i = 0; i < m.num_outputs(); ++i) {
+        std::string name = m.output_info(i).name;
+        std::string path = (std::filesystem::path(args->output_dir) / (name + ".pb")).string();
+        relay::HostTensor out = m.output(i);
+        relay::save_tensor_pb(path, out, name);
+        std::cout << name << ": " << out.str(8) << " -> " << path << "\n";
+      }
+      return kOk;
+    });
+  });
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,42 @@
+// What the run/check/bench commands share: a loaded model (over the C API, errors turned into
+// kiln::Error) and conversions between TensorProto files, HostTensors and DLTensors.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/relay/host_tensor.h"
+#include "kiln/runtime/kiln_runtime.h"
+
+namespace kiln::cli {
+
+class LoadedModel {
+ public:
+  explicit LoadedModel(const std::string& path);
+  ~LoadedModel();
+  LoadedModel(const LoadedModel&) = delete;
+  LoadedModel& operator=(const LoadedModel&) = delete;
+
+  int num_inputs() const;
+  int num_outputs() const;
+  kiln_tensor_info input_info(int i) const;
+  kiln_tensor_info output_info(int i) const;
+  // Sets input `i` (or the input named `name`) from a host tensor; dtype and shape must match.
+  void set_input(int i, const relay::HostTensor& value);
+  void set_input(const std::string& name, const relay::HostTensor& value);
+  void run();
+  // A copy of output i.
+  relay::HostTensor output(int i) const;
+
+ private:
+  kiln_module* mod_ = nullptr;
+};
+
+ir::DataType from_dl(DLDataType t);
+DLDataType to_dl(ir::DataType t);
+// A host tensor of the given info filled with seeded values in [-1, 1] (integers: small values).
+relay::HostTensor random_tensor(const kiln_tensor_info& info, uint32_t seed);
+
+}  // namespace kiln::cli
