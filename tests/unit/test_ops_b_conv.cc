@@ -41,6 +41,8 @@ TEST_CASE("nn.conv2d: strides, asymmetric pads, dilation, groups and odd channel
       {{1, 8, 10, 10}, {16, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 8},     // depthwise x2 multiplier
       {{1, 6, 9, 14}, {6, 1, 5, 3}, {1, 1}, {2, 1, 2, 1}, {1, 2}, 6},       // depthwise, dilated
       {{1, 3, 23, 23}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1},     // stem-like 7x7 s2
+      {{1, 4, 11, 13}, {4, 1, 3, 3}, {2, 3}, {1, 0, 2, 1}, {1, 2}, 4},      // depthwise, strided rows
+      {{1, 3, 8, 130}, {3, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3},      // depthwise, rows > 128
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const Conv2dCase& c = cases[i];
@@ -59,7 +61,8 @@ TEST_CASE("nn.conv1d: plain, strided with pads, grouped", "[ops_b]") {
   };
   std::vector<C> cases = {{{1, 4, 20}, {8, 4, 3}, {1}, {1, 1}, {1}, 1},
                           {{2, 6, 17}, {4, 3, 5}, {2}, {2, 0}, {2}, 2},
-                          {{1, 4, 9}, {4, 1, 3}, {1}, {1, 1}, {1}, 4}};
+                          {{1, 4, 9}, {4, 1, 3}, {1}, {1, 1}, {1}, 4},
+                          {{1, 4, 12}, {8, 1, 3}, {2}, {1, 1}, {2}, 4}};
   for (size_t i = 0; i < cases.size(); ++i) {
     const C& c = cases[i];
     HostTensor x = random_tensor(f32, c.x, 30 + i), w = random_tensor(f32, c.w, 40 + i);
@@ -222,4 +225,27 @@ TEST_CASE("weight_prepack: conv and dense lowered on weights packed at compile t
                                                   relay::make_var("w", relay::tensor_type(f32, {4, 1, 3, 3}))},
                                     conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 4));
   CHECK_FALSE(te::ops::weight_prepack(*dw.as<relay::CallNode>()).has_value());
+}
+
+TEST_CASE("nn.conv2d_NCHWc and layout_transform (relay::alter_layout's ops) lower and compute", "[ops_b]") {
+  te::ops::register_lowerings_b();
+  const int64_t c = 6, oc = 32, ci = 3, co = 16;
+  HostTensor x = random_tensor(f32, {1, c, 8, 10}, 100), wt = random_tensor(f32, {oc, c, 3, 3}, 101);
+  HostTensor want = opsb_ref::conv(x, wt, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  Attrs to_blocked = Attrs().set_str("src_layout", "NCHW").set_str("dst_layout", "NCHW3c");
+  opsb_ref::Dense xd(x), xb({1, c / ci, 8, 10, ci});
+  opsb_ref::for_each(xd.shape, [&](const opsb_ref::Index& i) { xb.at({i[0], i[1] / ci, i[2], i[3], i[1] % ci}) = xd.at(i); });
+  CHECK(check_op("layout_transform", {x}, to_blocked, {xb.to(f32)}, 0, 0) == "");
+  opsb_ref::Dense wd(wt), wb({oc / co, c / ci, 3, 3, ci, co}), wantd(want), yb({1, oc / co, 8, 10, co});
+  opsb_ref::for_each(wd.shape, [&](const opsb_ref::Index& i) {
+    wb.at({i[0] / co, i[1] / ci, i[2], i[3], i[1] % ci, i[0] % co}) = wd.at(i);
+  });
+  opsb_ref::for_each(wantd.shape, [&](const opsb_ref::Index& i) { yb.at({i[0], i[1] / co, i[2], i[3], i[1] % co}) = wantd.at(i); });
+  Attrs a = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  a.set_str("data_layout", "NCHW3c").set_str("out_layout", "NCHW16c").set_str("kernel_layout", "OIHW3i16o");
+  CHECK(check_op("nn.conv2d_NCHWc", {xb.to(f32), wb.to(f32)}, a, {yb.to(f32)}, kRtol, kAtol) == "");
+  Attrs back = Attrs().set_str("src_layout", "NCHW16c").set_str("dst_layout", "NCHW8c");
+  opsb_ref::Dense y8({1, oc / 8, 8, 10, 8});
+  opsb_ref::for_each(wantd.shape, [&](const opsb_ref::Index& i) { y8.at({i[0], i[1] / 8, i[2], i[3], i[1] % 8}) = wantd.at(i); });
+  CHECK(check_op("layout_transform", {yb.to(f32)}, back, {y8.to(f32)}, 0, 0) == "");
 }

@@ -47,6 +47,22 @@ int64_t largest_divisor(int64_t n, int64_t cap) {
   return 1;
 }
 
+int64_t vector_width(int64_t n, int64_t cap) {
+  int64_t w = 1;
+  while (w * 2 <= cap && n % (w * 2) == 0) w *= 2;
+  return w;
+}
+
+bool vectorize_innermost(Stage st, int64_t lanes) {
+  ir::IterVar inner = st.op_axis().back();
+  int64_t e = ir::as_const_int(inner->dom.extent).value_or(0);
+  int64_t v = vector_width(e, lanes);
+  if (v < 4) return false;
+  if (v == e) st.vectorize(inner);
+  else st.vectorize(st.split(inner, v).second);
+  return true;
+}
+
 ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes) {
   KILN_CHECK(!axes.empty()) << "fuse_parallel: no axes";
   ir::IterVar fused = axes[0];
@@ -64,7 +80,7 @@ void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes) {
   std::vector<ir::IterVar> outer;
   if (!c->is_reduction()) {
     int64_t e = t.shape().back();
-    int64_t v = e % lanes == 0 ? lanes : e <= lanes ? e : largest_divisor(e, lanes);
+    int64_t v = vector_width(e, lanes);
     if (v >= 4 && (n > 1 || e > v)) {
       auto [io, ii] = st.split(ax.back(), v);
       st.vectorize(ii);

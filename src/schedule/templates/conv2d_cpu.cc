@@ -21,12 +21,14 @@ te::Tensor input_named(const te::Tensor& t, const char* suffix) {
   return te::Tensor();
 }
 
-// Pad or pack stages: computed once at the root, parallel over their two outer axes.
-void schedule_prologue(Schedule& s, const te::Tensor& t) {
+// Pad or pack stages: computed once at the root, parallel over their two outer axes; a pad's
+// rows are vectorized (masked loads at the borders).
+void schedule_prologue(Schedule& s, const te::Tensor& t, bool vectorize) {
   if (!t.defined() || !t.op().as<te::ComputeOpNode>()) return;
   Stage st = s[t];
   st.compute_root();
   auto ax = st.op_axis();
+  if (vectorize && ax.size() > 2) vectorize_innermost(st);
   fuse_parallel(st, {ax[0], ax[1]});
 }
 
@@ -81,8 +83,8 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
   b.unroll(bx[1 + d]);
   b.vectorize(bx.back());
 
-  schedule_prologue(s, wpack);
-  schedule_prologue(s, pad);
+  schedule_prologue(s, wpack, false);
+  schedule_prologue(s, pad, true);
 }
 
 void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
@@ -119,7 +121,7 @@ void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   c.unroll(cx[1]);
   c.unroll(cx[3]);
   c.vectorize(cx[4]);
-  schedule_prologue(s, pad);
+  schedule_prologue(s, pad, true);
 }
 
 }  // namespace kiln::schedule

@@ -69,7 +69,7 @@ void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& 
 void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& mm, Config& cfg) {
   int nd = mm.ndim();
   int64_t jext = mm.shape().back(), k = reduce_extent(mm);
-  int64_t pj = jext % 32 == 0 ? 32 : jext % 16 == 0 ? 16 : largest_divisor(jext, 16);
+  int64_t pj = jext % 32 == 0 ? 32 : vector_width(jext, 16);
   int64_t nr = cfg.define_split("tile_j", jext, 2, {jext / pj, pj}, 64)[1];
   int64_t mr = 1;
   if (nd >= 2) {

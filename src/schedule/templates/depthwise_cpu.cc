@@ -1,5 +1,7 @@
 #include "kiln/schedule/templates/depthwise_cpu.h"
 
+#include <algorithm>
+
 #include "kiln/schedule/templates/anchor_cpu.h"
 #include "kiln/te/ops/nn_conv.h"
 
@@ -12,8 +14,19 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   }
   int d = conv.ndim() - 2;
   int64_t ow = conv.shape().back();
-  int64_t pref = ow % 16 == 0 ? 16 : largest_divisor(ow, 16);
-  int64_t owv = cfg.define_split("tile_ow", ow, 2, {ow / pref, pref}, 16)[1];
+  // Columns: vectors of a power-of-two width (scalars when the row allows none >= 4), several
+  // per tile; rows: a few per tile. Every (row, vector) of a tile is its own accumulation chain,
+  // which hides the FMA latency.
+  int64_t vw = vector_width(ow, 16);
+  if (vw < 4) vw = 1;
+  int64_t nv_pref = largest_divisor(ow / vw, vw == 1 ? 16 : 8);
+  int64_t nv = cfg.define_split("tile_ow", ow / vw, 2, {ow / vw / nv_pref, nv_pref}, 16)[1];
+  int64_t ohr = 1;
+  if (d >= 2) {
+    int64_t oh = conv.shape()[d];
+    int64_t pr = largest_divisor(oh, std::max<int64_t>(1, (vw == 1 ? 16 : 8) / nv));
+    ohr = cfg.define_split("tile_oh", oh, 2, {oh / pr, pr}, 16)[1];
+  }
 
   te::Tensor core = conv;
   if (conv.same_as(tiled)) {
@@ -23,23 +36,57 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   }
   Stage out = s[tiled];
   auto ax = out.op_axis();
-  auto [owo, owi] = out.split(ax.back(), owv);
-  out.vectorize(owi);
+  auto [owo, owi] = out.split(ax.back(), nv * vw);
+  std::vector<ir::IterVar> order = {ax[0], ax[1]};
+  for (int i = 0; i + 2 < d; ++i) order.push_back(ax[2 + i]);
+  ir::IterVar ohi;
+  if (d >= 2) {
+    auto [oho, ohi2] = out.split(ax[d], ohr);
+    ohi = ohi2;
+    order.push_back(oho);
+    order.push_back(owo);
+    order.push_back(ohi);
+  } else {
+    order.push_back(owo);
+  }
+  order.push_back(owi);
+  out.reorder(order);
+  if (ohi.defined()) out.unroll(ohi);
+  if (vw > 1) {
+    auto [owm, owv] = out.split(owi, vw);
+    out.unroll(owm);
+    out.vectorize(owv);
+  } else {
+    out.unroll(owi);
+  }
   ir::IterVar plane = fuse_parallel(out, {ax[0], ax[1]});
 
   Stage c = s[core];
   c.compute_at(out, owo);
-  auto cx = c.op_axis();
+  auto cx = c.op_axis();  // n, c, spatial...
   auto r = c.reduce_axis();
-  std::vector<ir::IterVar> order(cx.begin(), cx.end() - 1);
-  order.insert(order.end(), r.begin(), r.end());
-  order.push_back(cx.back());
-  c.reorder(order);
+  std::vector<ir::IterVar> corder = {cx[0], cx[1]};
+  for (int i = 0; i + 2 < d; ++i) corder.push_back(cx[2 + i]);
+  corder.insert(corder.end(), r.begin(), r.end());
+  if (d >= 2) corder.push_back(cx[d]);
+  corder.push_back(cx.back());
+  c.reorder(corder);
   for (const ir::IterVar& rv : r) c.unroll(rv);
-  c.vectorize(cx.back());
-  (void)d;
+  if (d >= 2) c.unroll(cx[d]);
+  if (vw > 1) {
+    auto [cm, cv] = c.split(cx.back(), vw);
+    c.unroll(cm);
+    c.vectorize(cv);
+  } else {
+    c.unroll(cx.back());
+  }
 
-  if (pad.defined()) s[pad].compute_at(out, plane);
+  if (pad.defined()) {
+    s[pad].compute_at(out, plane);
+    // Stride-1 pads copy whole vectors with masked loads; the stride phases of a strided conv
+    // would be gathers, slower than the scalar copy.
+    if (pad.ndim() == conv.ndim()) vectorize_innermost(s[pad], 16);
+  }
 }
 
 }  // namespace kiln::schedule

@@ -32,7 +32,7 @@ void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& n
   auto ax = out.op_axis();
   std::vector<ir::IterVar> lead = ax;  // the loops outside the vector lanes
   int64_t inner = tiled.shape().back();
-  int64_t v = inner % 16 == 0 ? 16 : largest_divisor(inner, 16);
+  int64_t v = vector_width(inner, 16);
   if (v >= 4 && rows_rank < nd) {
     auto [o, i] = out.split(ax.back(), v);
     out.vectorize(i);

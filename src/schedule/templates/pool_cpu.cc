@@ -28,14 +28,17 @@ void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& p
   auto ax = out.op_axis();
   ir::IterVar plane = fuse_parallel(out, {ax[0], ax[1]});
   int64_t ow = tiled.shape().back();
-  int64_t v = ow % 16 == 0 ? 16 : largest_divisor(ow, 16);
+  int64_t v = vector_width(ow, 16);
   bool out_reduces = tiled.op().as<te::ComputeOpNode>()->is_reduction();
   if (vec && v >= 4 && ax.size() > 2 && !out_reduces) {
     auto [wo, wi] = out.split(ax.back(), v);
     out.vectorize(wi);
   }
   if (red.defined() && !red.same_as(tiled)) s[red].compute_at(out, plane);
-  if (pad.defined()) s[pad].compute_at(out, plane);
+  if (pad.defined()) {
+    s[pad].compute_at(out, plane);
+    vectorize_innermost(s[pad], 16);
+  }
 }
 
 }  // namespace kiln::schedule

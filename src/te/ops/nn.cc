@@ -40,6 +40,30 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vecto
   }, name);
 }
 
+Tensor pad_masked(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                  const Expr& value, const std::string& name) {
+  int nd = x.ndim();
+  KILN_USER_CHECK(static_cast<int>(before.size()) == nd && static_cast<int>(after.size()) == nd)
+      << name << ": pads must give one value per dimension of " << x.name();
+  std::vector<int64_t> shape(nd);
+  for (int d = 0; d < nd; ++d) shape[d] = x.shape()[d] + before[d] + after[d];
+  return compute(shape, [&](const std::vector<Var>& idx) {
+    // The load is only evaluated where `inside` holds (codegen branches or masks a select whose
+    // load may leave its tensor), so the index needs no clamping.
+    Expr inside;
+    std::vector<Expr> src(nd);
+    for (int d = 0; d < nd; ++d) {
+      src[d] = before[d] == 0 ? Expr(idx[d]) : idx[d] - Expr(static_cast<int>(before[d]));
+      if (before[d] == 0 && after[d] <= 0) continue;
+      Expr in = before[d] == 0 ? src[d] < Expr(static_cast<int>(x.shape()[d]))
+                               : src[d] >= 0 && src[d] < Expr(static_cast<int>(x.shape()[d]));
+      inside = inside.defined() ? inside && in : in;
+    }
+    if (!inside.defined()) return x(src);
+    return ir::select(inside, x(src), value);
+  }, name);
+}
+
 Tensor conv2d_nchw(const Tensor& x, const Tensor& w, const Conv2dAttrs& a, const std::string& name) {
   KILN_USER_CHECK(x.ndim() == 4 && w.ndim() == 4) << name << ": conv2d_nchw needs 4-d input and weight";
   int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];

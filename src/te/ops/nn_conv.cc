@@ -72,6 +72,10 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, con
 }
 
 // x zero-padded on its spatial dims, or x itself when no pad is set.
+// Rows of a padded copy are widened to a multiple of 16 elements (zeros never read) when
+// longer than 16: whole vectors fill them.
+int64_t round_row(int64_t n) { return n > 16 ? (n + 15) / 16 * 16 : n; }
+
 Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, double value, const std::string& name) {
   size_t d = a.dims();
   std::vector<int64_t> before(2, 0), after(2, 0);
@@ -81,13 +85,21 @@ Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, double value, const st
     after.push_back(a.padding[d + i]);
     any = any || a.padding[i] || a.padding[d + i];
   }
-  return any ? pad(x, before, after, value, name) : x;
+  if (!any) return x;
+  int64_t w = x.shape().back() + before.back() + after.back();
+  after.back() += round_row(w) - w;
+  return pad_masked(x, before, after, ir::make_const(x.dtype(), value), name);
 }
 
 }  // namespace
 
 int64_t conv_channel_block(int64_t oc, int64_t groups) {
-  if (groups == 1) return oc <= 16 ? oc : 16;
+  // A power of two: odd vector widths make poor code (zero-padded channels are cheaper).
+  if (groups == 1) {
+    int64_t b = 1;
+    while (b < oc && b < 16) b *= 2;
+    return b;
+  }
   for (int64_t b = std::min<int64_t>(oc, 16); b > 1; --b) {
     if (oc % b == 0) return b;
   }
@@ -193,19 +205,61 @@ Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
   KILN_USER_CHECK(s.cg == 1) << name << ": depthwise convolution needs one input channel per group, weight "
                              << w.name() << " has " << s.cg;
   int64_t mult = s.oc / s.c;
-  Tensor xp = pad_spatial(x, a, 0.0, name + kPadSuffix);
+  size_t d = s.d, last = d - 1;
+  int64_t sw = a.strides[last];
   std::vector<IterVar> rk;
-  for (size_t i = 0; i < s.d; ++i) rk.push_back(reduce_axis(s.kernel[i], "r" + std::to_string(i)));
+  for (size_t i = 0; i < d; ++i) rk.push_back(reduce_axis(s.kernel[i], "r" + std::to_string(i)));
   std::vector<ir::IterVar> axes(rk.begin(), rk.end());
   std::vector<int64_t> out_shape = {s.n, s.oc};
   out_shape.insert(out_shape.end(), s.out.begin(), s.out.end());
+  auto spatial_index = [&](const std::vector<Var>& v, size_t i) {
+    return v[2 + i] * c32(a.strides[i]) + rk[i] * c32(a.dilation[i]);
+  };
+  if (sw == 1) {
+    Tensor xp = pad_spatial(x, a, 0.0, name + kPadSuffix);
+    return compute(out_shape, [&](const std::vector<Var>& v) {
+      std::vector<Expr> xi = {v[0], mult == 1 ? Expr(v[1]) : v[1] / c32(mult)};
+      std::vector<Expr> wi = {v[1], Expr(0)};
+      for (size_t i = 0; i < d; ++i) {
+        xi.push_back(spatial_index(v, i));
+        wi.push_back(rk[i]);
+      }
+      return te::sum(xp(xi) * w(wi), axes);
+    }, name);
+  }
+  // Strided along the row: the padded input is also split into sw phases, [.., S, sw, W/sw],
+  // so that neighbouring outputs read neighbouring elements (no gathers).
+  int64_t need = (s.out[last] - 1) * sw + (s.kernel[last] - 1) * a.dilation[last] + 1;
+  int64_t q = round_row((need + sw - 1) / sw);
+  std::vector<int64_t> ps = {s.n, s.c};
+  for (size_t i = 0; i < last; ++i) ps.push_back(s.in[i] + a.padding[i] + a.padding[d + i]);
+  ps.push_back(sw);
+  ps.push_back(q);
+  Tensor xp = compute(ps, [&](const std::vector<Var>& v) {
+    std::vector<Expr> src = {v[0], v[1]};
+    Expr inside;
+    auto add = [&](const Expr& c) { inside = inside.defined() ? inside && c : c; };
+    for (size_t i = 0; i < last; ++i) {
+      Expr p = v[2 + i] - c32(a.padding[i]);
+      if (a.padding[i] || a.padding[d + i]) add(p >= 0 && p < c32(s.in[i]));
+      src.push_back(p);
+    }
+    Expr p = v[2 + last + 1] * c32(sw) + v[2 + last] - c32(a.padding[last]);
+    add(p >= 0 && p < c32(s.in[last]));
+    src.push_back(p);
+    return ir::select(inside, x(src), ir::make_zero(x.dtype()));
+  }, name + kPadSuffix);
   return compute(out_shape, [&](const std::vector<Var>& v) {
     std::vector<Expr> xi = {v[0], mult == 1 ? Expr(v[1]) : v[1] / c32(mult)};
     std::vector<Expr> wi = {v[1], Expr(0)};
-    for (size_t i = 0; i < s.d; ++i) {
-      xi.push_back(v[2 + i] * c32(a.strides[i]) + rk[i] * c32(a.dilation[i]));
+    for (size_t i = 0; i < last; ++i) {
+      xi.push_back(spatial_index(v, i));
       wi.push_back(rk[i]);
     }
+    Expr col = spatial_index(v, last);
+    xi.push_back(col % c32(sw));
+    xi.push_back(col / c32(sw));
+    wi.push_back(rk[last]);
     return te::sum(xp(xi) * w(wi), axes);
   }, name);
 }
@@ -284,8 +338,8 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, cons
   }
   out.push_back(co);
   bool padded = a.padding[0] || a.padding[1] || a.padding[2] || a.padding[3];
-  Tensor xp = padded ? pad(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0}, 0.0,
-                           name + kPadSuffix)
+  Tensor xp = padded ? pad_masked(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0},
+                                  ir::make_zero(x.dtype()), name + kPadSuffix)
                      : x;
   auto rcb = reduce_axis(cb, "rcb");
   auto ry = reduce_axis(kh, "ry");

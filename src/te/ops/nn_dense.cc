@@ -19,7 +19,11 @@ namespace {
 Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
 }  // namespace
 
-int64_t dense_panel_width(int64_t n) { return n <= 16 ? n : 16; }
+int64_t dense_panel_width(int64_t n) {
+  int64_t w = 1;  // a power of two: odd vector widths make poor code
+  while (w < n && w < 16) w *= 2;
+  return w;
+}
 
 namespace {
 // x [M, K] times packed panels [N/nr, K, nr]: the blocked reduction and its unpacking.

@@ -39,10 +39,14 @@ Tensor pad_for_windows(const Tensor& x, const PoolNdAttrs& a, const std::vector<
     int64_t need = (out[i] - 1) * a.strides[i] + (a.kernel[i] - 1) * a.dilation[i] + 1;
     int64_t after = std::max<int64_t>(0, need - in - a.padding[i]);
     before[i] = a.padding[i];
-    shape.push_back(in + before[i] + after);
+    int64_t len = in + before[i] + after;
+    // Rows widened to whole vectors (the extra elements are never read).
+    if (i + 1 == d && len > 16) len = (len + 15) / 16 * 16;
+    shape.push_back(len);
     any = any || before[i] || after;
   }
   if (!any) return x;
+  // Unclamped loads under the select: they vectorize to masked loads (see te::ops::pad_masked).
   return compute(shape, [&](const std::vector<Var>& v) {
     Expr inside = ir::make_int(ir::DataType::boolean(), 1);
     std::vector<Expr> src = {v[0], v[1]};
@@ -50,7 +54,7 @@ Tensor pad_for_windows(const Tensor& x, const PoolNdAttrs& a, const std::vector<
       int64_t in = x.shape()[2 + i];
       Expr s = v[2 + i] - c32(before[i]);
       inside = inside && s >= 0 && s < c32(in);
-      src.push_back(ir::min(ir::max(s, 0), c32(in - 1)));
+      src.push_back(s);
     }
     return ir::select(inside, x(src), value);
   }, name);

@@ -6,6 +6,7 @@
 
 #include "kiln/relay/error.h"
 #include "kiln/relay/op.h"
+#include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
 #include "kiln/te/ops/nn_conv.h"
@@ -81,11 +82,43 @@ void register_convs() {
       return conv_transpose_nd(in[0], in[1], conv_attrs(a, true), base + "_transpose");
     });
   }
-  // The blocked conv of alter_layout, when the graph IR registers it (data [N, C/ci, H, W, ci],
-  // weight [OC/co, C/ci, KH, KW, ci, co], the attributes of nn.conv2d).
-  if (relay::find_op("nn.conv2d_nchwc")) {
-    set_single("nn.conv2d_nchwc", 2, 2, [](const Inputs& in, const Attrs& a) {
+}
+
+// "NCHW" -> 0, "NCHW16c" -> 16 (alter_layout's layout strings).
+int64_t layout_block(const std::string& layout, const std::string& op) {
+  if (layout == "NCHW") return 0;
+  KILN_USER_CHECK(layout.size() > 5 && layout.compare(0, 4, "NCHW") == 0 && layout.back() == 'c')
+      << op << ": layout '" << layout << "' is not NCHW or NCHW<x>c";
+  return std::stoll(layout.substr(4, layout.size() - 5));
+}
+
+// The blocked convolution and the layout transforms of relay::alter_layout. That pass registers
+// both ops on its first use, so they are made to exist here first (a module without calls
+// passes through it unchanged).
+void register_blocked_layout() {
+  if (!relay::find_op("nn.conv2d_NCHWc") || !relay::find_op("layout_transform")) {
+    relay::Expr v = relay::make_var("x", relay::tensor_type(ir::DataType::f32(), {1}));
+    relay::alter_layout(relay::Module::make({v}, {v}, {"x"}));
+  }
+  if (relay::find_op("nn.conv2d_NCHWc")) {
+    set_single("nn.conv2d_NCHWc", 2, 2, [](const Inputs& in, const Attrs& a) {
       return conv2d_nchwc(in[0], in[1], conv_attrs(a, false));
+    });
+  }
+  if (relay::find_op("layout_transform")) {
+    set_single("layout_transform", 1, 1, [](const Inputs& in, const Attrs& a) {
+      const std::string op = "layout_transform";
+      int64_t src = layout_block(a.get_str("src_layout"), op), dst = layout_block(a.get_str("dst_layout"), op);
+      const Tensor& x = in[0];
+      std::vector<int64_t> nchw = x.shape();
+      if (src) nchw = {nchw[0], nchw[1] * src, nchw[2], nchw[3]};
+      std::vector<int64_t> shape = nchw;
+      if (dst) shape = {nchw[0], nchw[1] / dst, nchw[2], nchw[3], dst};
+      return compute(shape, [&](const std::vector<ir::Var>& v) {
+        ir::Expr c = dst ? v[1] * static_cast<int>(dst) + v[4] : ir::Expr(v[1]);
+        if (!src) return x({v[0], c, v[2], v[3]});
+        return x({v[0], c / static_cast<int>(src), v[2], v[3], c % static_cast<int>(src)});
+      }, "layout_transform");
     });
   }
 }
@@ -209,6 +242,7 @@ std::optional<WeightPrepack> weight_prepack(const relay::CallNode& call) {
 
 void register_lowerings_b() {
   register_convs();
+  register_blocked_layout();
   register_pools();
   register_products();
   register_norms();

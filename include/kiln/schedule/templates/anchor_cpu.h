@@ -9,8 +9,14 @@
 //   schedule::Schedule s = schedule::schedule_anchor_cpu(outs, anchor, cfg);
 //   ir::PrimFunc f = codegen::lower_to_ir(s, inputs_then_outputs, name);
 //
-// The anchor is the group's OutElementwiseFusable or Opaque op (conv, dense, matmul, pool,
-// softmax, a normalization, ...). What follows it in the group must be elementwise, broadcast or
+// In kiln's lowering (relay/lower_graph.h) that is, in schedule_group: the anchor's te tensor is
+// p.member_outputs[i][0] for the i with group.calls[i] == group.anchor; call this when
+// anchor_template_name(tensor) is not "generic", else keep the generic schedule. For constant
+// conv/dense weights, lower the anchor with te::ops::weight_prepack (te/ops/register_b.h) so
+// the kernel does not repack them per call (nn.conv2d_NCHWc weights are packed by alter_layout).
+//
+// The anchor is the group's OutElementwiseFusable or Opaque op (conv, conv2d_NCHWc, dense,
+// matmul, pool, softmax, a normalization, ...). What follows it in the group must be elementwise, broadcast or
 // injective (e.g. conv + bias_add + add + relu): those stages are inlined into the output, and
 // when the group has one output with the anchor's shape the anchor is computed tile by tile in
 // registers inside that output's loops (conv2d_cpu.h, dense_cpu.h). Stages feeding the anchor
@@ -31,8 +37,9 @@ namespace kiln::schedule {
 
 Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, Config& cfg);
 
-// The template family schedule_anchor_cpu picks for an anchor ("conv", "depthwise", "dense",
-// "matmul", "pool", "global_pool", "softmax", "norm", "generic"), e.g. to name tuning tasks.
+// The template family schedule_anchor_cpu picks for an anchor ("conv", "conv_nchwc",
+// "depthwise", "dense", "matmul", "pool", "global_pool", "softmax", "norm", "generic"), e.g. to
+// name tuning tasks.
 const char* anchor_template_name(const te::Tensor& anchor);
 
 // ---- building blocks ----------------------------------------------------------------------
@@ -41,8 +48,8 @@ const char* anchor_template_name(const te::Tensor& anchor);
 // and outputs are computed at the root, each with schedule_loops_cpu.
 Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs);
 
-// Parallel outer loops (fused into one) and a vectorized innermost loop (split by up to
-// `lanes`, where a divisor of the innermost extent allows) for a root stage; a reduction stage
+// Parallel outer loops (fused into one) and a vectorized innermost loop (split by
+// vector_width(extent, lanes) when that is at least 4) for a root stage; a reduction stage
 // keeps its reduce loops inside and vectorizes nothing.
 void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes = 16);
 
@@ -52,6 +59,13 @@ void inline_injective(Schedule& s, const std::vector<te::Tensor>& outputs, const
 
 // The largest divisor of n that is at most cap (at least 1).
 int64_t largest_divisor(int64_t n, int64_t cap);
+// The largest power of two dividing n that is at most cap: vector widths. (LLVM legalizes odd
+// widths such as <56 x float> poorly: splats become insert chains and spill.)
+int64_t vector_width(int64_t n, int64_t cap = 16);
+
+// Vectorizes the stage's innermost root axis by vector_width(extent, lanes) lanes when that is
+// at least 4. Returns whether it vectorized.
+bool vectorize_innermost(Stage st, int64_t lanes = 16);
 
 // Splits the stage's root axes [0, count) off for parallelism: fuses them into one loop and
 // marks it parallel; returns it (the single axis when count == 1).

@@ -1,8 +1,11 @@
 // CPU schedule of depthwise_conv_nd (te/ops/nn_conv.h): each (image, channel) plane is one
-// parallel task; its padded input plane is built right there (compute_at, so it is still in
-// cache when read), and each output row is computed in runs of `owv` columns held in one vector
-// register (the reduction stage, scope "local"), then written through the inlined tail.
-//   tile_ow    [W/owv, owv] columns per vector                [16, else W's divisor <= 16]
+// parallel task; its padded input plane (split into stride phases for strided convs, so reads
+// stay contiguous) is built right there (compute_at: still in cache when read). Tiles of `ohr`
+// output rows x `nv` vectors of vw columns (vw: the largest power of two <= 16 dividing W, or
+// scalars) accumulate in registers (the reduction stage, scope "local"; every row and vector
+// is an independent FMA chain), then are written through the inlined tail.
+//   tile_ow    [W/vw/nv, nv] vectors per tile row             [divisor of W/vw, <= 8 (16 scalars)]
+//   tile_oh    [H/ohr, ohr] rows per tile                     [divisor of H, ohr x nv <= 8 (16)]
 #pragma once
 
 #include "kiln/schedule/config.h"

@@ -17,6 +17,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, const std::string& name = "matmu
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pad_before, const std::vector<int64_t>& pad_after,
            double value = 0.0, const std::string& name = "pad");
 
+// Like pad, but x is read only where the index falls inside it (no clamped indices): a
+// vectorized loop over the last dim becomes masked vector loads instead of gathers.
+Tensor pad_masked(const Tensor& x, const std::vector<int64_t>& pad_before, const std::vector<int64_t>& pad_after,
+                  const ir::Expr& value, const std::string& name = "pad");
+
 struct Conv2dAttrs {
   std::array<int64_t, 2> stride{1, 1};
   std::array<int64_t, 4> pad{0, 0, 0, 0};  // top, left, bottom, right

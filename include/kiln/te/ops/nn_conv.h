@@ -38,7 +38,8 @@ inline constexpr const char* kPackSuffix = ".wpack";
 inline constexpr const char* kBlockedSuffix = ".blocked";
 
 // The output-channel block conv_nd uses for `oc` output channels per group (groups > 1) or in
-// total: 16 lanes when it fits, else a divisor that wastes the fewest vector lanes.
+// total (groups 1): with groups 1 the power of two >= oc up to 16 (channels past oc are zero
+// padding), with groups the largest divisor of the group's channels up to 16.
 int64_t conv_channel_block(int64_t oc_per_group, int64_t groups);
 
 // x [N, C, S...], w [OC, C/groups, K...] -> [N, OC, O...]; oc_block 0 picks

@@ -19,7 +19,7 @@
 
 namespace kiln::te::ops {
 
-// The panel width dense uses for n output columns: n itself up to 16, else 16.
+// The panel width dense uses for n output columns: the power of two >= n up to 16.
 int64_t dense_panel_width(int64_t n);
 
 // x [M, K], w [N, K] -> [M, N]; panel 0 picks dense_panel_width.
