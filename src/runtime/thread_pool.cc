@@ -12,6 +12,8 @@
 //  - tasks are claimed from an atomic ticket, so uneven tasks balance themselves.
 // A nested call (from inside a task) runs its tasks serially on the calling thread: the pool is
 // busy with the outer job, and waiting for it would deadlock.
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -202,16 +204,34 @@ class ThreadPool {
   std::condition_variable done_cv_;
 };
 
-std::mutex g_pool_mutex;  // guards creation and resizing of the pool
+std::mutex g_pool_mutex;  // guards resizing of the pool
 int32_t g_requested_threads = 0;
+std::mutex g_create_mutex;  // guards creation of the pool
+std::atomic<ThreadPool*> g_pool{nullptr};
+
+// A forked child inherits the pool object but none of its worker threads (the autotuner
+// measures candidates in forked children): the child starts a fresh pool on first use. The
+// old one is leaked: its std::threads can be neither joined nor destroyed in the child.
+void forget_pool_in_child() {
+  g_pool.store(nullptr, std::memory_order_relaxed);
+  new (&g_pool_mutex) std::mutex;
+  new (&g_create_mutex) std::mutex;
+}
 
 ThreadPool& pool() {
-  static ThreadPool* p = [] {
+  ThreadPool* p = g_pool.load(std::memory_order_acquire);
+  if (p != nullptr) return *p;
+  std::lock_guard<std::mutex> lock(g_create_mutex);
+  p = g_pool.load(std::memory_order_relaxed);
+  if (p == nullptr) {
+    static bool registered = (pthread_atfork(nullptr, nullptr, forget_pool_in_child), true);
+    (void)registered;
     int32_t n = g_requested_threads > 0 ? g_requested_threads : default_num_threads();
     // Leaked on purpose: joining workers from a static destructor races with other static
     // destructors and with threads still running kernels at exit.
-    return new ThreadPool(n);
-  }();
+    p = new ThreadPool(n);
+    g_pool.store(p, std::memory_order_release);
+  }
   return *p;
 }
 

@@ -2,7 +2,13 @@
 // survives repeated and nested use, and follows kiln_set_num_threads.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -168,4 +174,41 @@ TEST_CASE("kiln_set_num_threads from inside a task is ignored instead of deadloc
   };
   REQUIRE(kiln_parallel_for(body, nullptr, 4) == 0);
   REQUIRE(kiln_get_num_threads() == 2);
+}
+
+namespace {
+// Each task sleeps 1 ms and records its thread: a pool without live workers would run all of
+// them on the caller.
+struct ThreadLog {
+  std::mutex mutex;
+  std::set<std::thread::id> ids;
+};
+int32_t log_thread(int32_t, int32_t, void* closure) {
+  auto* log = static_cast<ThreadLog*>(closure);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::lock_guard<std::mutex> lock(log->mutex);
+  log->ids.insert(std::this_thread::get_id());
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("a forked child gets a working pool with live threads", "[runtime]") {
+  // The autotuner measures candidates in forked children while the parent's pool is running;
+  // the child inherits the pool object but not its threads, and must not time kernels on one.
+  RestoreThreads restore;
+  kiln_set_num_threads(2);
+  ThreadLog warm;
+  REQUIRE(kiln_parallel_for(log_thread, &warm, 16) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(10);  // a hang ends the child, not the test
+    ThreadLog log;
+    int32_t rc = kiln_parallel_for(log_thread, &log, 32);
+    _exit(rc == 0 && log.ids.size() == 2 && kiln_get_num_threads() == 2 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

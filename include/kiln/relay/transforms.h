@@ -38,3 +38,112 @@ Module eliminate_common_subexpr(const Module& m);
 Module fold_batch_norm(const Module& m);
 
 }  // namespace kiln::relay
+
+// ---- The graph compiler's passes: dead code, layouts, fusion, memory (issue 3) ---------------
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/relay/op.h"
+#include "kiln/relay/printer.h"
+
+namespace kiln::relay {
+
+// Removes computations whose results nobody reads. The graph is a DAG built from the outputs,
+// so whole unused nodes cannot exist; what can be dead are fields of multi-output ops: a split
+// with unread parts becomes strided_slices of the parts that are read (a split nobody reads
+// whole disappears). Params stay, even unused ones: they are the model's interface.
+Module remove_dead(const Module& m);
+
+struct AlterLayoutOptions {
+  // Largest channel block (x in NCHW[x]c); each tensor gets the largest divisor of its channel
+  // count that is at most this.
+  int64_t max_block = 16;
+};
+
+// Rewrites 2-d convolutions (groups == 1, constant weight) from NCHW to blocked NCHW[x]c as
+// nn.conv2d_NCHWc on data [N, C/x, H, W, x] and a weight pre-packed to [O/y, C/x, KH, KW, x, y].
+// Elementwise ops, and broadcast ops whose other operands are per-channel or scalar constants
+// (repacked) or blocked alike, stay in the blocked layout; everything else gets NCHW back through
+// layout_transform. Transforms are made only where a consumer needs another layout, so adjacent
+// blocked ops exchange blocked tensors directly (no transform pairs to clean up). Both new ops are
+// registered by this pass on first use (attrs: see their attrs_doc).
+Module alter_layout(const Module& m, const AlterLayoutOptions& options = AlterLayoutOptions());
+
+// A kernel of the fused graph: calls that one generated function computes (fuse_ops).
+struct FusedGroup {
+  std::vector<Expr> calls;   // members, in post order; only CallNodes
+  Expr root;                 // the member whose value leaves the group (the last in `calls`)
+  Expr anchor;               // the member of the strongest pattern (its schedule leads)
+  OpPattern pattern = OpPattern::Elementwise;  // the strongest member pattern
+  // Values read from outside, in order of first use: Vars, non-scalar Constants, roots of earlier
+  // groups, or get-items of a tuple-typed root. Scalar constants are compiled into the kernel.
+  std::vector<Expr> inputs;
+  // "nn.conv2d+add+nn.relu"
+  std::string label() const;
+};
+
+// The module with its calls partitioned into kernels, in execution order. Every call belongs to
+// exactly one group; only the root of a group is read outside it (by later groups, get-items,
+// the output tuple). Tuples and get-items are not computations and belong to no group.
+struct FusedModule {
+  Module module;
+  std::vector<FusedGroup> groups;
+  std::unordered_map<const ExprNode*, int> group_of;  // member call -> group index
+};
+
+// Whether a constant is compiled into kernels as an immediate (scalars) rather than read from the
+// weights blob.
+bool is_inlined_constant(const Expr& e);
+
+// Partitions a module's calls into kernels by pattern kind with a post-dominator analysis (TVM's
+// FuseOps): an out-elementwise-fusable anchor (conv, dense, pooling) takes the elementwise and
+// broadcast ops that follow it when every path to their post-dominator is elementwise or
+// broadcast (conv + bias + add + relu is one kernel); elementwise and broadcast ops fuse into the
+// injective, reduction or anchor group that post-dominates them; injective chains fuse together;
+// opaque ops (softmax, layer_norm, tuple-typed ops) stand alone; a value read by a module output
+// is always the root of its group.
+FusedModule fuse_ops(const Module& m);
+
+// Text of a fused module: each kernel is one line listing its ops,
+//   %1 = fused(nn.conv2d, add, nn.relu)(%x, meta[0], meta[1]) : float32[1,8,8,8]
+// followed by the outputs and meta lines as in printer.h.
+std::string to_string(const FusedModule& m, const PrintOptions& opts = {});
+
+// A static storage plan of a fused module (plan_memory). Each tensor value that crosses a kernel
+// boundary is an entry: a param (input), a constant (in the weights), a group's output (one
+// entry per field of a tuple-typed root). Intermediates share storages when their lifetimes do
+// not overlap; inputs and outputs get storages of their own.
+struct MemoryPlan {
+  struct Entry {
+    Expr value;        // the Var, Constant or group root
+    int field = 0;     // the field of a tuple-typed root
+    DataType dtype;
+    Shape shape;
+    int storage = -1;  // -1 for constants
+    int64_t offset = 0;
+    enum class Kind : uint8_t { Input, Output, Constant, Intermediate } kind = Kind::Intermediate;
+    int64_t bytes() const;
+  };
+  std::vector<Entry> entries;
+  std::vector<int64_t> storage_bytes;
+  // Entry of a value: (node, field); get-items resolve to their tuple's field.
+  int entry_of(const Expr& value) const;
+  std::unordered_map<const ExprNode*, std::vector<int>> entries_of;  // node -> entry per field
+  // Bytes of intermediate entries without reuse, and of the storages holding them with reuse.
+  int64_t intermediate_bytes_unshared = 0;
+  int64_t intermediate_bytes_shared = 0;
+  std::string note() const;  // "plan_memory: 12 intermediate tensors, 3.1 MiB without reuse -> ..."
+  // One line per entry: "e3 = %1 : float32[1,8,8,8]  intermediate  storage 2 +0", then storages.
+  std::string str() const;
+};
+
+// Plans storage for a fused module, greedily in execution order (TVM's graph memory planner): a
+// group's outputs take the free storage closest in size (growing it if smaller) among those whose
+// last reader has run, else a new one; a group's inputs are released only after it ran, so a
+// kernel never writes over what it reads.
+MemoryPlan plan_memory(const FusedModule& m);
+
+}  // namespace kiln::relay

@@ -1,0 +1,62 @@
+// Lowering a fused graph: each group to a te program, a schedule and one loop-level kernel, and
+// the whole to the runtime::GraphPlan the graph executor runs (kiln::compile drives these).
+//
+//   FusedModule f = fuse_ops(m);
+//   MemoryPlan mem = plan_memory(f);
+//   for each group g:  GroupProgram p = group_to_te(g);  Schedule s = schedule_group(p, g);
+//                      PrimFunc k = codegen::lower_to_ir(s, p.args(), kernel_name(g, i));
+//   GraphPlan plan = make_graph_plan(f, mem, names, target, &weights);
+//
+// A kernel's parameters are the group's inputs (FusedGroup::inputs order) then its outputs (one
+// per field of a tuple-typed root); the plan node of the group lists the same entries.
+// Tensors of rank 0 are te tensors of shape [1] (te has no rank-0 tensors); their entries keep
+// shape [] in the plan (same bytes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/driver.h"
+#include "kiln/relay/transforms.h"
+#include "kiln/runtime/graph_plan.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::relay {
+
+struct GroupProgram {
+  std::vector<te::Tensor> inputs;   // placeholders, one per FusedGroup::inputs entry
+  std::vector<te::Tensor> outputs;  // one per output field of the group's root
+  // The te tensor of every member call (one per field for tuple-typed calls).
+  std::vector<std::vector<te::Tensor>> member_outputs;
+  std::vector<te::Tensor> args() const;  // inputs then outputs: the kernel's parameters
+};
+
+// The te program of a group: each member's lowering (te/ops/lowering.h) applied in post order on
+// the tensors of its arguments. Scalar constants become inlined compute stages. kiln::Error names
+// the op (and its source node) when an op has no lowering or its lowering rejects the call.
+GroupProgram group_to_te(const FusedGroup& group);
+
+// The default CPU schedule of a group, until op templates provide one: injective stages are
+// inlined into their readers; each stage that stays (outputs, reductions) runs its outer axes in
+// parallel and vectorizes its innermost axis when its extent allows.
+schedule::Schedule schedule_group(const GroupProgram& program, const FusedGroup& group);
+
+// "fused_nn_conv2d_add_nn_relu_3": a valid C symbol naming the ops, unique by the group index.
+std::string kernel_name(const FusedGroup& group, int index);
+
+// The te program, schedule and lowered kernel of one group.
+ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name,
+                         const codegen::PipelineOptions& options = codegen::PipelineOptions());
+
+// The plan the runtime executes: entries from `memory` (constants packed into `weights` at
+// 64-byte aligned offsets), one node per group calling `kernel_names[i]`, inputs and outputs by
+// the module's names, the kiln version, `target`, and the weights' size and FNV-1a checksum.
+runtime::GraphPlan make_graph_plan(const FusedModule& module, const MemoryPlan& memory,
+                                   const std::vector<std::string>& kernel_names, const std::string& target,
+                                   std::vector<uint8_t>* weights);
+
+// The DLPack type of a graph dtype (bool: {kDLUInt, 1, 1}, one byte per element).
+DLDataType to_dlpack(DataType dtype);
+
+}  // namespace kiln::relay

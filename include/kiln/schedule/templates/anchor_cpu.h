@@ -1,0 +1,60 @@
+// Default CPU schedules of fused groups anchored by an nn op of the op library
+// (te/ops/nn_*.h, lowered through te/ops/register_b.h), and the building blocks they share.
+//
+// How the graph compiler calls it, for one fused group:
+//
+//   std::vector<te::Tensor> outs = ...;      // the group's outputs: what the kernel writes
+//   te::Tensor anchor = lowered(anchor_call); // the tensor the anchor op's FLower returned
+//   schedule::Config cfg;                     // defaults; or a tuning record's choices
+//   schedule::Schedule s = schedule::schedule_anchor_cpu(outs, anchor, cfg);
+//   ir::PrimFunc f = codegen::lower_to_ir(s, inputs_then_outputs, name);
+//
+// The anchor is the group's OutElementwiseFusable or Opaque op (conv, dense, matmul, pool,
+// softmax, a normalization, ...). What follows it in the group must be elementwise, broadcast or
+// injective (e.g. conv + bias_add + add + relu): those stages are inlined into the output, and
+// when the group has one output with the anchor's shape the anchor is computed tile by tile in
+// registers inside that output's loops (conv2d_cpu.h, dense_cpu.h). Stages feeding the anchor
+// that are not the anchor's own (a fused injective producer) are inlined too. Anchors this file
+// has no template for, and groups without one of its ops, get schedule_generic_cpu.
+//
+// Every template declares its knobs through `cfg` (schedule/config.h), so the autotuner can
+// explore them; a Config with no choices gives the defaults described in each template header.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/schedule/config.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::schedule {
+
+Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, Config& cfg);
+
+// The template family schedule_anchor_cpu picks for an anchor ("conv", "depthwise", "dense",
+// "matmul", "pool", "global_pool", "softmax", "norm", "generic"), e.g. to name tuning tasks.
+const char* anchor_template_name(const te::Tensor& anchor);
+
+// ---- building blocks ----------------------------------------------------------------------
+
+// A schedule for any group: every non-output stage without a reduction is inlined; reductions
+// and outputs are computed at the root, each with schedule_loops_cpu.
+Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs);
+
+// Parallel outer loops (fused into one) and a vectorized innermost loop (split by up to
+// `lanes`, where a divisor of the innermost extent allows) for a root stage; a reduction stage
+// keeps its reduce loops inside and vectorizes nothing.
+void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes = 16);
+
+// Inlines every compute stage reachable from `outputs` that has no reduction, is not an output
+// and is not in `keep`.
+void inline_injective(Schedule& s, const std::vector<te::Tensor>& outputs, const std::vector<te::Tensor>& keep);
+
+// The largest divisor of n that is at most cap (at least 1).
+int64_t largest_divisor(int64_t n, int64_t cap);
+
+// Splits the stage's root axes [0, count) off for parallelism: fuses them into one loop and
+// marks it parallel; returns it (the single axis when count == 1).
+ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes);
+
+}  // namespace kiln::schedule

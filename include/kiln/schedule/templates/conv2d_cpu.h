@@ -1,0 +1,32 @@
+// CPU schedule of conv_nd (te/ops/nn_conv.h): a register-blocked direct convolution.
+//
+// The output is tiled into (output-channel block x run of output columns) tiles; each tile is
+// accumulated in vector registers by the blocked stage (scope "local", computed at the tile):
+// for every input channel and kernel tap, one vector load of packed weights (co output
+// channels) and one broadcast input value per output column feed co-wide FMAs. The tile is
+// then written out through the unpacking stage and whatever elementwise tail was inlined into
+// the tiled stage (bias, residual add, relu): a fused conv + bias + add + relu is one pass.
+// The packed weight and the padded input are computed once per call at the root, in parallel.
+//
+// Knobs (schedule/config.h), defaults in brackets:
+//   tile_ow     [W/owr, owr]: output columns per tile (owr up to 16)  [largest divisor <= 14]
+//   oc_blocks   1 or 2 channel blocks per tile (2: twice the accumulators)   [2 when it fits]
+//   vec_out     1: vectorize the tile's write-out over columns; 0: unrolled scalars      [0]
+#pragma once
+
+#include "kiln/schedule/config.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::schedule {
+
+// `conv` is what conv_nd returned; `tiled` is the stage carrying the tile loops: conv itself, or
+// the group's output of conv's shape with the elementwise tail (already inlined or left to
+// inline: this inlines conv's unpacking stage). Other stages are left alone.
+void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
+
+// The same register tiling for conv2d_nchwc (blocked layout in and out): the lanes of the output
+// block are already innermost, so the write-out is contiguous. `tiled` is conv itself or the
+// group's output of its shape. Knobs: tile_ow, oc_blocks as above.
+void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
+
+}  // namespace kiln::schedule

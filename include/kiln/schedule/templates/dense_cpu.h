@@ -1,0 +1,31 @@
+// CPU schedules of the op library's matrix products (te/ops/nn_dense.h).
+//
+// dense: the GEMM pattern of matmul_cpu.h on dense's column-blocked core. The output is tiled
+// into (mr rows x np panels of nr columns); each tile accumulates in registers (the blocked
+// stage, scope "local", computed at the tile) from the packed weight panels, and is written
+// out through the unpacking stage and any inlined elementwise tail (bias, activation).
+//   tile_i     [M/mr, mr] rows per tile                      [largest divisor of M <= 8]
+//   panels     1 or 2 panels per tile                         [2 when the panel count is even]
+//   tile_k     [K/ku, ku] reduction steps unrolled            [largest divisor of K <= 4]
+//
+// matmul (numpy batched matmul, no packing: the right operand's rows are already contiguous):
+// the last axis is vectorized in registers, the one before it unrolled, the batch dims fused
+// into the parallel loop.
+//   tile_i     [I/mr, mr]                                     [largest divisor <= 8]
+//   tile_j     [J/nr, nr] (nr a multiple of the lanes where J allows)    [32, 16 or J's divisor]
+//   tile_k     [K/ku, ku]                                     [largest divisor of K <= 4]
+#pragma once
+
+#include "kiln/schedule/config.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::schedule {
+
+// `dense` is what te::ops::dense returned; `tiled` is dense itself or the group's output of the
+// same shape (its elementwise tail inlined).
+void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, Config& cfg);
+
+// `matmul` is what te::ops::batch_matmul returned; `tiled` as above.
+void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& matmul, Config& cfg);
+
+}  // namespace kiln::schedule

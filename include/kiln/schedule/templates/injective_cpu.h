@@ -1,0 +1,38 @@
+// Default CPU schedule of an injective group: a fused group of elementwise, broadcast and
+// injective computes (no reduction). Knobs (schedule/config.h):
+//
+//   vector_bytes   width of the vectorized inner loop in bytes (16, 32, 64)   default 64
+//   parallel_min   outputs with fewer elements than this stay on one thread     default 32768
+//                  (0: always parallel; the last candidate means never)
+//
+// Every compute stage that is not an output is inlined into its readers. Each output's
+// innermost axis of extent > 1 is split by the vector width in elements (the largest power of
+// two up to it that divides the axis: a guarded tail would keep the loop serial) and its inner
+// part vectorized; everything else fuses into one outer loop, which runs in parallel when the
+// output is big enough to pay for waking the thread pool. (Splitting the axis rather than the
+// fused loop keeps vector accesses contiguous ramps instead of div/mod of a ramp.) When no power
+// of two of at least 2 divides that axis, it and the axes after it stay plain inner loops (LLVM
+// vectorizes those itself) and only the axes before it fuse into the parallel loop.
+#pragma once
+
+#include <vector>
+
+#include "kiln/schedule/config.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::schedule {
+
+// Schedules the group of `outputs` (all stages of `s` belong to the group; placeholders are its
+// inputs). kiln::Error if a stage is a reduction: use reduction_cpu for those groups.
+void injective_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, Config& cfg);
+inline void injective_cpu(Schedule& s, const te::Tensor& output, Config& cfg) { injective_cpu(s, std::vector<te::Tensor>{output}, cfg); }
+
+// The loop structure above for one root stage only (fuse, split, vectorize, parallel); other
+// stages are left alone. Used by reduction_cpu for the elementwise tail of a reduction.
+void schedule_injective_stage(Schedule& s, const te::Tensor& t, Config& cfg);
+
+// Inlines every compute stage of `s` that is neither a schedule output nor a reduction nor
+// multi-output (the injective producers of a group).
+void inline_injective_stages(Schedule& s);
+
+}  // namespace kiln::schedule

@@ -1,0 +1,170 @@
+// group_to_te / lower_group: a fused group as one te program and one loop-level kernel.
+#include <fmt/format.h>
+
+#include <any>
+#include <map>
+#include <set>
+
+#include "../analysis/liveness.h"
+#include "kiln/relay/lower_graph.h"
+#include "kiln/support/error.h"
+#include "kiln/te/ops/lowering.h"
+
+namespace kiln::relay {
+
+namespace {
+
+using analysis::ValueKey;
+using analysis::value_key;
+
+// te has no rank-0 tensors: a relay scalar is a te tensor of shape [1] (same bytes).
+std::vector<int64_t> te_shape(const Shape& s, const std::string& what) {
+  for (int64_t d : s)
+    KILN_USER_CHECK(d > 0) << what << " has an empty shape " << shape_str(s)
+                           << "; kernels on tensors with zero elements are not supported";
+  return s.empty() ? std::vector<int64_t>{1} : s;
+}
+
+std::string describe(const CallNode* c) {
+  return c->name.empty() ? c->op_name() : c->op_name() + " (node '" + c->name + "')";
+}
+
+// A scalar constant as a stage of shape [1] the schedule inlines into its readers.
+te::Tensor scalar_stage(const ConstantNode* c) {
+  const HostTensor& v = c->value;
+  DataType t = v.dtype();
+  ir::Expr value = t.is_floating() ? ir::make_const(t, v.double_at(0)) : ir::make_int(t, v.int64_at(0));
+  return te::compute({1}, [&](ir::Var) { return value; }, "scalar");
+}
+
+std::string param_name(const Expr& e, size_t i) {
+  if (const auto* v = e.as<VarNode>()) {
+    std::string n;
+    for (char ch : v->name) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    if (!n.empty() && !std::isdigit(static_cast<unsigned char>(n[0]))) return n;
+  }
+  return "p" + std::to_string(i);
+}
+
+void check_matches(const te::Tensor& t, const Type& want, const CallNode* c, size_t field) {
+  const auto* tt = want.as<TensorTypeNode>();
+  KILN_CHECK(tt != nullptr);
+  std::vector<int64_t> shape = te_shape(tt->shape, describe(c));
+  KILN_CHECK(t.defined() && t.dtype() == tt->dtype && t.shape() == shape)
+      << "the lowering of " << describe(c) << " returned " << (t.defined() ? t.dtype().str() : "nothing")
+      << (t.defined() ? shape_str(t.shape()) : "") << " for output " << field << " of type " << want.str();
+}
+
+}  // namespace
+
+std::vector<te::Tensor> GroupProgram::args() const {
+  std::vector<te::Tensor> a = inputs;
+  a.insert(a.end(), outputs.begin(), outputs.end());
+  return a;
+}
+
+GroupProgram group_to_te(const FusedGroup& group) {
+  GroupProgram p;
+  std::map<ValueKey, te::Tensor> tensors;
+  for (size_t i = 0; i < group.inputs.size(); ++i) {
+    const Expr& in = group.inputs[i];
+    const auto& tt = in.tensor_type();
+    te::Tensor ph = te::placeholder(te_shape(tt.shape, "input " + param_name(in, i)), tt.dtype, param_name(in, i));
+    p.inputs.push_back(ph);
+    tensors[value_key(in)] = ph;
+  }
+  for (const Expr& e : group.calls) {
+    const auto* c = e.as<CallNode>();
+    KILN_USER_CHECK(c->op->has_lowering()) << describe(c) << ": no kernel lowering for op '" << c->op_name() << "'";
+    const auto* lower = std::any_cast<te::ops::FLower>(&c->op->lower);
+    KILN_CHECK(lower != nullptr) << "the lowering slot of " << c->op_name() << " does not hold a te::ops::FLower";
+    std::vector<te::Tensor> args;
+    for (const Expr& a : c->args) {
+      if (is_inlined_constant(a)) {
+        args.push_back(scalar_stage(a.as<ConstantNode>()));
+        continue;
+      }
+      auto it = tensors.find(value_key(a));
+      KILN_CHECK(it != tensors.end()) << describe(c) << " reads a value that is neither a group input nor a member";
+      args.push_back(it->second);
+    }
+    std::vector<te::Tensor> outs;
+    try {
+      outs = (*lower)(args, c->attrs, c->type);
+    } catch (const Error& err) {
+      // Lowerings name the op; the graph node tells the user which one of many it was.
+      throw Error(c->name.empty() ? std::string(err.what()) : fmt::format("{} (node '{}')", err.what(), c->name));
+    }
+    const auto* tuple = c->type.as<TupleTypeNode>();
+    size_t fields = tuple ? tuple->fields.size() : 1;
+    KILN_CHECK(outs.size() == fields) << "the lowering of " << describe(c) << " returned " << outs.size()
+                                      << " tensors for " << fields << " outputs";
+    for (size_t f = 0; f < fields; ++f) {
+      check_matches(outs[f], tuple ? tuple->fields[f] : c->type, c, f);
+      tensors[{e.get(), static_cast<int>(f)}] = outs[f];
+    }
+    p.member_outputs.push_back(outs);
+  }
+  // A kernel parameter must be one distinct buffer: an output that is an input (an identity
+  // lowering) or another output gets a copy stage.
+  for (const te::Tensor& t : p.member_outputs.back()) {
+    bool taken = t.op().as<te::PlaceholderOpNode>() != nullptr;
+    for (const te::Tensor& o : p.outputs) taken = taken || o.same_as(t);
+    if (!taken) {
+      p.outputs.push_back(t);
+      continue;
+    }
+    p.outputs.push_back(te::compute(t.shape(), [&](const std::vector<ir::Var>& i) {
+      return t(std::vector<ir::Expr>(i.begin(), i.end()));
+    }, t.name() + ".copy"));
+  }
+  return p;
+}
+
+std::string kernel_name(const FusedGroup& group, int index) {
+  std::string ops;
+  for (const Expr& e : group.calls) {
+    std::string op = e.as<CallNode>()->op_name();
+    for (char& ch : op)
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    // Long groups keep their first ops in the name; the index keeps it unique.
+    if (ops.size() + op.size() > 64) {
+      ops += "_etc";
+      break;
+    }
+    ops += "_" + op;
+  }
+  return "fused" + ops + "_" + std::to_string(index);
+}
+
+ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name, const codegen::PipelineOptions& options) {
+  GroupProgram p = group_to_te(group);
+  schedule::Schedule s = schedule_group(p, group);
+  // A lowering may ignore an input (only its shape mattered). Lowering takes only tensors the
+  // program reads, so such inputs are left out there and put back as parameters nobody loads,
+  // keeping the kernel's parameters in the group's input order the plan relies on.
+  std::set<const te::OperationNode*> read;
+  std::vector<te::Operation> todo;
+  for (const te::Tensor& t : p.outputs) todo.push_back(t.op());
+  while (!todo.empty()) {
+    te::Operation op = todo.back();
+    todo.pop_back();
+    if (!read.insert(op.get()).second) continue;
+    for (const te::Tensor& t : op.input_tensors()) todo.push_back(t.op());
+  }
+  std::vector<te::Tensor> args;
+  for (const te::Tensor& t : p.inputs)
+    if (read.count(t.op().get())) args.push_back(t);
+  args.insert(args.end(), p.outputs.begin(), p.outputs.end());
+  ir::PrimFunc f = codegen::lower_to_ir(s, args, name, options);
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const te::Tensor& t = p.inputs[i];
+    if (read.count(t.op().get())) continue;
+    std::vector<ir::Expr> shape;
+    for (int64_t d : t.shape()) shape.push_back(ir::make_int(ir::DataType::i32(), d));
+    f.params.insert(f.params.begin() + static_cast<long>(i), ir::Buffer::make(t.name(), t.dtype(), shape));
+  }
+  return f;
+}
+
+}  // namespace kiln::relay

@@ -1,0 +1,267 @@
+// alter_layout: 2-d convolutions in blocked NCHW[x]c layout (see transforms.h).
+//
+// Each node gets its new value in the original layout (`plain`) and/or in a blocked layout
+// (`blocked`, with its block size), both made on demand and memoized. A blocked conv produces a
+// blocked value; ops that can run blocked (elementwise ops; broadcasts with per-channel constants
+// or equally shaped operands) keep it blocked; every other reader asks for the plain value, which
+// creates the one layout_transform back. Since transforms are only ever made where a reader needs
+// another layout, conv -> relu -> conv exchanges blocked tensors with no transform in between.
+#include <cstring>
+#include <unordered_map>
+
+#include "kiln/relay/transforms.h"
+#include "kiln/support/error.h"
+
+namespace kiln::relay {
+
+namespace {
+
+// "NCHW" -> 0, "NCHW8c" -> 8; kiln::Error for anything else.
+int64_t parse_layout(const std::string& s) {
+  if (s == "NCHW") return 0;
+  KILN_USER_CHECK(s.size() > 5 && s.compare(0, 4, "NCHW") == 0 && s.back() == 'c' &&
+                  s.substr(4, s.size() - 5).find_first_not_of("0123456789") == std::string::npos)
+      << "layout '" << s << "' is not NCHW or NCHW<x>c";
+  int64_t b = std::stoll(s.substr(4, s.size() - 5));
+  KILN_USER_CHECK(b >= 1) << "layout '" << s << "' has block 0";
+  return b;
+}
+std::string blocked_layout(int64_t block) { return "NCHW" + std::to_string(block) + "c"; }
+
+// The NCHW shape behind a tensor of layout `block` (0: it is NCHW already).
+Shape nchw_of(const Shape& s, int64_t block, const char* role) {
+  if (block == 0) {
+    KILN_USER_CHECK(s.size() == 4) << role << " " << shape_str(s) << " is not 4-d NCHW";
+    return s;
+  }
+  KILN_USER_CHECK(s.size() == 5 && s[4] == block)
+      << role << " " << shape_str(s) << " is not NCHW" << block << "c (5-d, last dim " << block << ")";
+  return {s[0], s[1] * block, s[2], s[3]};
+}
+Shape in_layout(const Shape& nchw, int64_t block) {
+  if (block == 0) return nchw;
+  return {nchw[0], nchw[1] / block, nchw[2], nchw[3], block};
+}
+
+Type layout_transform_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto* x = args[0].as<TensorTypeNode>();
+  KILN_USER_CHECK(x != nullptr) << "data must be a tensor";
+  int64_t src = parse_layout(attrs.get_str("src_layout")), dst = parse_layout(attrs.get_str("dst_layout"));
+  Shape n = nchw_of(x->shape, src, "data");
+  KILN_USER_CHECK(dst == 0 || n[1] % dst == 0) << "channels " << n[1] << " are not a multiple of block " << dst;
+  return tensor_type(x->dtype, in_layout(n, dst));
+}
+
+Type conv2d_nchwc_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto* x = args[0].as<TensorTypeNode>();
+  const auto* w = args[1].as<TensorTypeNode>();
+  KILN_USER_CHECK(x && w) << "data and weight must be tensors";
+  KILN_USER_CHECK(x->dtype == w->dtype && x->dtype.is_floating()) << "data and weight must share a float dtype";
+  int64_t ib = parse_layout(attrs.get_str("data_layout")), ob = parse_layout(attrs.get_str("out_layout"));
+  KILN_USER_CHECK(ib > 0 && ob > 0) << "data_layout and out_layout must be blocked";
+  Shape n = nchw_of(x->shape, ib, "data");
+  KILN_USER_CHECK(w->rank() == 6 && w->shape[1] * ib == n[1] && w->shape[4] == ib && w->shape[5] == ob)
+      << "weight " << shape_str(w->shape) << " is not [O/" << ob << ", " << n[1] / ib << ", KH, KW, " << ib << ", "
+      << ob << "]";
+  KILN_USER_CHECK(attrs.get_int("groups") == 1) << "only groups=1 is blocked";
+  const auto& st = attrs.get_ints("strides");
+  const auto& pad = attrs.get_ints("padding");
+  const auto& dil = attrs.get_ints("dilation");
+  KILN_USER_CHECK(st.size() == 2 && pad.size() == 4 && dil.size() == 2) << "strides, padding, dilation must be 2, 4, 2 ints";
+  Shape out = {n[0], w->shape[0], 0, 0, ob};
+  for (int i = 0; i < 2; ++i) {
+    int64_t padded = n[2 + i] + pad[i] + pad[2 + i], ext = dil[i] * (w->shape[2 + i] - 1) + 1;
+    KILN_USER_CHECK(st[i] >= 1 && padded >= ext) << "kernel larger than the padded input on spatial axis " << i;
+    out[2 + i] = (padded - ext) / st[i] + 1;
+  }
+  return tensor_type(x->dtype, out);
+}
+
+void register_layout_ops() {
+  // Registered here, on first use, because only this pass makes them; a family file registering
+  // them first wins (find_op), as long as it keeps these attribute conventions.
+  static const bool done = [] {
+    if (!find_op("layout_transform"))
+      register_op("layout_transform", 1, 1, OpPattern::Injective, layout_transform_rel,
+                  "src_layout, dst_layout (str: \"NCHW\" or \"NCHW<x>c\", data [N, C/x, H, W, x])");
+    if (!find_op("nn.conv2d_NCHWc"))
+      register_op("nn.conv2d_NCHWc", 2, 2, OpPattern::OutElementwiseFusable, conv2d_nchwc_rel,
+                  "conv(data [N, C/x, H, W, x], weight [O/y, C/x, KH, KW, x, y]) -> [N, O/y, OH, OW, y]: strides "
+                  "(2 ints), padding (4 ints: top, left, bottom, right), dilation (2 ints), groups (1), data_layout "
+                  "(\"NCHW<x>c\"), kernel_layout (\"OIHW<x>i<y>o\"), out_layout (\"NCHW<y>c\")");
+    return true;
+  }();
+  (void)done;
+}
+
+int64_t choose_block(int64_t channels, int64_t max_block) {
+  for (int64_t b = std::min(channels, max_block); b > 1; --b)
+    if (channels % b == 0) return b;
+  return 1;
+}
+
+// OIHW -> [O/y, I/x, KH, KW, x, y]: out[ob, ib, h, w, i, o] = W[ob*y + o, ib*x + i, h, w].
+HostTensor pack_weight(const HostTensor& w, int64_t x, int64_t y) {
+  const Shape& s = w.shape();
+  int64_t O = s[0], I = s[1], KH = s[2], KW = s[3];
+  size_t eb = static_cast<size_t>(w.dtype().bytes());
+  std::vector<uint8_t> out(w.nbytes());
+  size_t at = 0;
+  for (int64_t ob = 0; ob < O / y; ++ob)
+    for (int64_t ib = 0; ib < I / x; ++ib)
+      for (int64_t h = 0; h < KH; ++h)
+        for (int64_t k = 0; k < KW; ++k)
+          for (int64_t i = 0; i < x; ++i)
+            for (int64_t o = 0; o < y; ++o, at += eb) {
+              int64_t src = (((ob * y + o) * I + ib * x + i) * KH + h) * KW + k;
+              std::memcpy(out.data() + at, w.data() + src * eb, eb);
+            }
+  return HostTensor(w.dtype(), {O / y, I / x, KH, KW, x, y}, std::move(out));
+}
+
+class LayoutRewriter {
+ public:
+  explicit LayoutRewriter(const AlterLayoutOptions& o) : opts_(o) {}
+
+  // The new value of `e` in its original layout.
+  Expr plain(const Expr& e) {
+    auto it = plain_.find(e.get());
+    if (it != plain_.end()) return it->second;
+    const auto& b = blocked_.at(e.get());
+    Expr t = transform(b.first, b.second, 0);
+    plain_[e.get()] = t;
+    return t;
+  }
+
+  void visit(const Expr& e) {
+    const auto* c = e.as<CallNode>();
+    if (!c) {
+      plain_[e.get()] = rebuild(e);
+      return;
+    }
+    if (try_conv(e, c) || try_elementwise(e, c) || try_broadcast(e, c)) return;
+    plain_[e.get()] = rebuild(e);
+  }
+
+ private:
+  Expr transform(const Expr& v, int64_t from, int64_t to) {
+    std::string src = from ? blocked_layout(from) : "NCHW", dst = to ? blocked_layout(to) : "NCHW";
+    return make_call("layout_transform", {v}, Attrs().set_str("src_layout", src).set_str("dst_layout", dst));
+  }
+
+  // The new value of `e` in layout NCHW<block>c.
+  Expr blocked(const Expr& e, int64_t block) {
+    auto it = blocked_.find(e.get());
+    if (it != blocked_.end() && it->second.second == block) return it->second.first;
+    auto key = std::make_pair(e.get(), block);
+    auto cached = converted_.find(key);
+    if (cached != converted_.end()) return cached->second;
+    Expr t = it != blocked_.end() ? transform(it->second.first, it->second.second, block)
+                                  : transform(plain(e), 0, block);
+    converted_[key] = t;
+    return t;
+  }
+
+  int64_t block_of(const Expr& e) const {
+    auto it = blocked_.find(e.get());
+    return it == blocked_.end() ? 0 : it->second.second;
+  }
+
+  Expr rebuild(const Expr& e) {
+    std::vector<Expr> kids = children(e);
+    bool same = true;
+    std::vector<Expr> now;
+    for (const Expr& k : kids) {
+      now.push_back(plain(k));
+      same = same && now.back().same_as(k);
+    }
+    if (same) return e;
+    if (const auto* c = e.as<CallNode>()) return make_call(*c->op, now, c->attrs, c->name);
+    if (e.as<TupleNode>()) return make_tuple(now);
+    if (const auto* g = e.as<TupleGetItemNode>()) return make_tuple_get_item(now[0], g->index);
+    return e;
+  }
+
+  bool try_conv(const Expr& e, const CallNode* c) {
+    if (c->op_name() != "nn.conv2d" || c->attrs.get_int("groups") != 1) return false;
+    const auto* w = c->args[1].as<ConstantNode>();
+    if (!w) return false;
+    const Shape& out = c->type.as<TensorTypeNode>()->shape;
+    int64_t x = choose_block(w->value.shape()[1], opts_.max_block), y = choose_block(out[1], opts_.max_block);
+    if (y == 1) return false;  // nothing to vectorize over: stays NCHW
+    Attrs a = c->attrs;
+    a.set_str("data_layout", blocked_layout(x)).set_str("out_layout", blocked_layout(y));
+    a.set_str("kernel_layout", "OIHW" + std::to_string(x) + "i" + std::to_string(y) + "o");
+    Expr conv = make_call("nn.conv2d_NCHWc", {blocked(c->args[0], x), make_constant(pack_weight(w->value, x, y))}, a,
+                          c->name);
+    blocked_[e.get()] = {conv, y};
+    return true;
+  }
+
+  bool try_elementwise(const Expr& e, const CallNode* c) {
+    if (c->op->pattern != OpPattern::Elementwise || c->args.size() != 1) return false;
+    int64_t b = block_of(c->args[0]);
+    if (b == 0 || c->args[0].tensor_type().shape != c->type.as<TensorTypeNode>()->shape) return false;
+    blocked_[e.get()] = {make_call(*c->op, {blocked_.at(c->args[0].get()).first}, c->attrs, c->name), b};
+    return true;
+  }
+
+  // add(conv, bias[C,1,1]), multiply(x, scale), add(conv, residual), nn.bias_add(conv, b[C]).
+  bool try_broadcast(const Expr& e, const CallNode* c) {
+    const std::string& op = c->op_name();
+    bool bias_add = op == "nn.bias_add";
+    if (c->op->pattern != OpPattern::Broadcast || c->args.size() != 2 || op == "nn.prelu") return false;
+    if (bias_add && c->attrs.get_int("axis") != 1) return false;
+    const Shape& out = c->type.as<TensorTypeNode>()->shape;
+    int64_t b = 0;
+    for (const Expr& a : c->args)
+      if (!b && block_of(a) && a.tensor_type().shape == out) b = block_of(a);
+    if (b == 0) return false;
+    std::vector<Expr> args;
+    for (const Expr& a : c->args) {
+      const Shape& s = a.tensor_type().shape;
+      if (s == out) {
+        args.push_back(blocked(a, b));
+        continue;
+      }
+      const auto* k = a.as<ConstantNode>();
+      if (!k) return false;
+      if (num_elements(s) == 1 && (s.size() <= 4 || bias_add)) {
+        args.push_back(a);  // broadcasts against any layout
+        continue;
+      }
+      // Per-channel constants ([C], [C,1,1], [1,C,1,1]) keep their memory order as [1, C/b, 1, 1, b].
+      bool per_channel = bias_add ? s.size() == 1 : (s.size() == 3 && s[1] == 1 && s[2] == 1) ||
+                                                        (s.size() == 4 && s[0] == 1 && s[2] == 1 && s[3] == 1);
+      int64_t ch = bias_add ? s[0] : s[s.size() - 3];
+      if (!per_channel || ch != out[1]) return false;
+      args.push_back(make_constant(k->value.reshaped({1, out[1] / b, 1, 1, b})));
+    }
+    const OpDef& def = bias_add ? get_op("add") : *c->op;
+    blocked_[e.get()] = {make_call(def, args, bias_add ? Attrs() : c->attrs, c->name), b};
+    return true;
+  }
+
+  AlterLayoutOptions opts_;
+  std::unordered_map<const ExprNode*, Expr> plain_;
+  std::unordered_map<const ExprNode*, std::pair<Expr, int64_t>> blocked_;
+  struct KeyHash {
+    size_t operator()(const std::pair<const ExprNode*, int64_t>& k) const {
+      return std::hash<const void*>()(k.first) ^ static_cast<size_t>(k.second * 0x9e3779b97f4a7c15ull);
+    }
+  };
+  std::unordered_map<std::pair<const ExprNode*, int64_t>, Expr, KeyHash> converted_;
+};
+
+}  // namespace
+
+Module alter_layout(const Module& m, const AlterLayoutOptions& options) {
+  KILN_USER_CHECK(options.max_block >= 1) << "alter_layout: max_block must be positive, got " << options.max_block;
+  register_layout_ops();
+  LayoutRewriter rw(options);
+  for (const Expr& e : post_order({m.body})) rw.visit(e);
+  Expr body = rw.plain(m.body);
+  return body.same_as(m.body) ? m : m.with_body(body);
+}
+
+}  // namespace kiln::relay

@@ -1,0 +1,167 @@
+#include "kiln/schedule/templates/anchor_cpu.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kiln/schedule/templates/conv2d_cpu.h"
+#include "kiln/schedule/templates/dense_cpu.h"
+#include "kiln/schedule/templates/depthwise_cpu.h"
+#include "kiln/schedule/templates/norm_cpu.h"
+#include "kiln/schedule/templates/pool_cpu.h"
+#include "kiln/support/error.h"
+#include "kiln/te/ops/nn_conv.h"
+
+namespace kiln::schedule {
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool has_input_named(const te::Tensor& t, const char* suffix) {
+  for (const te::Tensor& in : t.op().input_tensors()) {
+    if (ends_with(in.op().name(), suffix)) return true;
+  }
+  return false;
+}
+
+const te::ComputeOpNode* compute_of(const Stage& st) { return st->op.as<te::ComputeOpNode>(); }
+
+// Root stages that no template touched get the generic loops.
+void finish_untouched(Schedule& s) {
+  for (const Stage& st : s.stages()) {
+    if (!compute_of(st) || st->attach != AttachKind::Root) continue;
+    if (!st->relations.empty() || !st->attrs.empty()) continue;
+    schedule_loops_cpu(s, st->origin_op.output(0));
+  }
+}
+
+}  // namespace
+
+int64_t largest_divisor(int64_t n, int64_t cap) {
+  for (int64_t d = std::min(n, cap); d > 1; --d) {
+    if (n % d == 0) return d;
+  }
+  return 1;
+}
+
+ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes) {
+  KILN_CHECK(!axes.empty()) << "fuse_parallel: no axes";
+  ir::IterVar fused = axes[0];
+  for (size_t i = 1; i < axes.size(); ++i) fused = st.fuse(fused, axes[i]);
+  st.parallel(fused);
+  return fused;
+}
+
+void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes) {
+  Stage st = s[t];
+  const auto* c = compute_of(st);
+  if (!c) return;
+  std::vector<ir::IterVar> ax = st.op_axis();
+  size_t n = ax.size();
+  std::vector<ir::IterVar> outer;
+  if (!c->is_reduction()) {
+    int64_t e = t.shape().back();
+    int64_t v = e % lanes == 0 ? lanes : e <= lanes ? e : largest_divisor(e, lanes);
+    if (v >= 4 && (n > 1 || e > v)) {
+      auto [io, ii] = st.split(ax.back(), v);
+      st.vectorize(ii);
+      outer.assign(ax.begin(), ax.end() - 1);
+      outer.push_back(io);
+    } else {
+      outer.assign(ax.begin(), ax.end() - (n > 1 ? 1 : 0));
+    }
+  } else {
+    outer = ax;
+  }
+  // Enough outer loops for the threads, the rest stay serial inside.
+  std::vector<ir::IterVar> par;
+  int64_t work = 1;
+  for (const ir::IterVar& iv : outer) {
+    if (work >= 64) break;
+    par.push_back(iv);
+    work *= ir::as_const_int(iv->dom.extent).value_or(1);
+  }
+  if (!par.empty()) fuse_parallel(st, par);
+}
+
+void inline_injective(Schedule& s, const std::vector<te::Tensor>& outputs, const std::vector<te::Tensor>& keep) {
+  for (const Stage& st : s.stages()) {
+    const auto* c = compute_of(st);
+    if (!c || c->is_reduction() || st->is_output) continue;
+    bool kept = std::any_of(keep.begin(), keep.end(), [&](const te::Tensor& k) { return k.op().same_as(st->origin_op); });
+    if (!kept) Stage(st).compute_inline();
+  }
+  (void)outputs;
+}
+
+Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs) {
+  Schedule s = create(outputs);
+  inline_injective(s, outputs, {});
+  finish_untouched(s);
+  return s;
+}
+
+const char* anchor_template_name(const te::Tensor& anchor) {
+  const std::string& n = anchor.op().name();
+  if (has_input_named(anchor, te::ops::kBlockedSuffix)) {
+    if (starts_with(n, "conv")) return "conv";
+    if (starts_with(n, "dense")) return "dense";
+  }
+  if (starts_with(n, "conv2d_nchwc")) return "conv_nchwc";
+  if (starts_with(n, "dwconv")) return "depthwise";
+  if (starts_with(n, "matmul")) return "matmul";
+  if (starts_with(n, "global_")) return "global_pool";
+  if (starts_with(n, "max_pool") || starts_with(n, "avg_pool") || starts_with(n, "lp_pool")) return "pool";
+  if (starts_with(n, "softmax") || starts_with(n, "log_softmax")) return "softmax";
+  if (starts_with(n, "layer_norm") || starts_with(n, "instance_norm") || starts_with(n, "group_norm") ||
+      starts_with(n, "lrn")) {
+    return "norm";
+  }
+  return "generic";
+}
+
+Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, Config& cfg) {
+  KILN_USER_CHECK(!outputs.empty() && anchor.defined()) << "schedule_anchor_cpu: no outputs or no anchor";
+  std::string kind = anchor_template_name(anchor);
+  if (kind == "generic") return schedule_generic_cpu(outputs);
+  Schedule s = create(outputs);
+  // The stage that carries the tile loops: the single output when it has the anchor's shape
+  // (the elementwise tail is inlined into it), else the anchor itself.
+  te::Tensor tiled = outputs.size() == 1 && outputs[0].shape() == anchor.shape() ? outputs[0] : anchor;
+  // The anchor's own stages stay (its template places them); everything else injective inlines.
+  std::vector<te::Tensor> keep = {anchor};
+  std::vector<te::Tensor> frontier = anchor.op().input_tensors();
+  while (!frontier.empty()) {
+    te::Tensor t = frontier.back();
+    frontier.pop_back();
+    if (!t.op().as<te::ComputeOpNode>()) continue;
+    const std::string& n = t.op().name();
+    if (!starts_with(n, anchor.op().name())) continue;  // a fused producer, not the anchor's own
+    if (ends_with(n, ".grouped")) continue;             // a pure view: inline
+    keep.push_back(t);
+    for (const te::Tensor& in : t.op().input_tensors()) frontier.push_back(in);
+  }
+  inline_injective(s, outputs, keep);
+  if (kind == "conv") {
+    schedule_conv_cpu(s, tiled, anchor, cfg);
+  } else if (kind == "conv_nchwc") {
+    schedule_conv_nchwc_cpu(s, tiled, anchor, cfg);
+  } else if (kind == "depthwise") {
+    schedule_depthwise_cpu(s, tiled, anchor, cfg);
+  } else if (kind == "dense") {
+    schedule_dense_cpu(s, tiled, anchor, cfg);
+  } else if (kind == "matmul") {
+    schedule_matmul_cpu(s, tiled, anchor, cfg);
+  } else if (kind == "pool" || kind == "global_pool") {
+    schedule_pool_cpu(s, tiled, anchor, cfg);
+  } else {
+    schedule_norm_cpu(s, tiled, anchor, cfg);
+  }
+  finish_untouched(s);
+  return s;
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,83 @@
+#include "kiln/schedule/templates/injective_cpu.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "kiln/support/error.h"
+
+namespace kiln::schedule {
+
+namespace {
+constexpr int64_t kNever = int64_t{1} << 62;
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// The largest power of two <= cap that divides n (1 if none above 1).
+int64_t pow2_divisor(int64_t n, int64_t cap) {
+  int64_t v = 1;
+  while (v * 2 <= cap && n % (v * 2) == 0) v *= 2;
+  return v;
+}
+}  // namespace
+
+void inline_injective_stages(Schedule& s) {
+  for (const Stage& st : s.stages()) {
+    const auto* c = st->op.as<te::ComputeOpNode>();
+    if (!c || st->is_output || c->is_reduction() || c->num_outputs() != 1) continue;
+    if (st->attach != AttachKind::Root) continue;
+    Stage(st).compute_inline();
+  }
+}
+
+void schedule_injective_stage(Schedule& s, const te::Tensor& t, Config& cfg) {
+  int64_t vector_bytes = cfg.define_knob("vector_bytes", {16, 32, 64}, 64);
+  int64_t parallel_min = cfg.define_knob("parallel_min", {0, 4096, 32768, 262144, kNever}, 32768);
+  Stage st = s[t];
+  const auto* c = st->op.as<te::ComputeOpNode>();
+  if (!c || st->attach != AttachKind::Root) return;
+  KILN_USER_CHECK(!c->is_reduction()) << "injective schedule: stage '" << st.name()
+                                      << "' is a reduction (use reduction_cpu)";
+  std::vector<ir::IterVar> axes = st.op_axis();
+  // Only a stage still in its default loop nest: a template must not undo another's choices.
+  if (st.leaf_axes().size() != axes.size()) return;
+  // The vector axis: the innermost one of extent > 1 (trailing 1s, e.g. [N, C, 1, 1], have
+  // nothing to vectorize).
+  size_t v = axes.size() - 1;
+  while (v > 0 && c->shape[v] == 1) --v;
+  int64_t lanes = pow2_divisor(c->shape[v], std::max<int64_t>(vector_bytes / c->dtypes[0].bytes(), 1));
+  std::vector<ir::IterVar> order(axes.begin(), axes.begin() + v);
+  if (lanes >= 2) {
+    auto [o, i] = st.split(axes[v], lanes);
+    order.push_back(o);
+    order.insert(order.end(), axes.begin() + v + 1, axes.end());
+    order.push_back(i);
+    st.reorder(order);
+    st.vectorize(i);
+    order.pop_back();  // everything outside the vector loop fuses into the parallel loop
+  } else if (v == 0) {
+    order.push_back(axes[0]);
+  }
+  // Without a vector loop (an odd inner extent, e.g. 55), the inner axes stay plain loops:
+  // no per-element div/mod to recover them, and LLVM vectorizes and unswitches them itself.
+  int64_t outer_extent = 1;
+  for (const ir::IterVar& iv : order) outer_extent *= *ir::as_const_int(iv->dom.extent);
+  ir::IterVar outer = order.back();
+  for (size_t d = order.size() - 1; d-- > 0;) outer = st.fuse(order[d], outer);
+  if (numel(c->shape) >= parallel_min && outer_extent >= 2) st.parallel(outer);
+}
+
+void injective_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, Config& cfg) {
+  for (const Stage& st : s.stages()) {
+    const auto* c = st->op.as<te::ComputeOpNode>();
+    KILN_USER_CHECK(!c || !c->is_reduction()) << "injective_cpu: stage '" << st.name()
+                                              << "' is a reduction; schedule its group with reduction_cpu";
+  }
+  inline_injective_stages(s);
+  for (const te::Tensor& t : outputs) schedule_injective_stage(s, t, cfg);
+}
+
+}  // namespace kiln::schedule

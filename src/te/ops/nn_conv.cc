@@ -1,0 +1,301 @@
+#include "kiln/te/ops/nn_conv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kiln/relay/error.h"
+#include "kiln/support/error.h"
+#include "kiln/te/ops/nn.h"
+#include "kiln/te/reduce.h"
+
+namespace kiln::te::ops {
+
+using ir::Expr;
+using ir::Var;
+
+namespace {
+
+Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
+
+// Shapes shared by the convolution flavours, checked once.
+struct ConvShape {
+  size_t d = 0;
+  int64_t n = 0, c = 0, oc = 0, cg = 0, og = 0;
+  std::vector<int64_t> in, kernel, out;
+};
+
+void check_window(const ConvNdAttrs& a, size_t d, const std::string& name) {
+  KILN_USER_CHECK(d >= 1 && d <= 3) << name << ": 1 to 3 spatial dims are supported, got " << d;
+  KILN_USER_CHECK(a.padding.size() == 2 * d && a.dilation.size() == d)
+      << name << ": strides, padding and dilation must have " << d << ", " << 2 * d << " and " << d << " entries";
+  for (size_t i = 0; i < d; ++i) {
+    KILN_USER_CHECK(a.strides[i] >= 1 && a.dilation[i] >= 1) << name << ": strides and dilation must be positive";
+    KILN_USER_CHECK(a.padding[i] >= 0 && a.padding[d + i] >= 0) << name << ": negative padding is not supported";
+  }
+}
+
+// Shapes of a convolution of x by a weight with `oc` output channels, `cg` input channels per
+// group and the given kernel extents.
+ConvShape conv_shape(const Tensor& x, int64_t oc, int64_t cg, const std::vector<int64_t>& kernel, const ConvNdAttrs& a,
+                     const std::string& name, const std::string& wname) {
+  ConvShape s;
+  s.d = a.dims();
+  check_window(a, s.d, name);
+  KILN_USER_CHECK(x.ndim() == static_cast<int>(s.d) + 2 && kernel.size() == s.d)
+      << name << ": data " << x.name() << " and weight " << wname << " must both have rank " << s.d + 2;
+  s.n = x.shape()[0];
+  s.c = x.shape()[1];
+  s.oc = oc;
+  s.cg = cg;
+  KILN_USER_CHECK(a.groups >= 1 && s.c % a.groups == 0 && s.oc % a.groups == 0 && s.cg * a.groups == s.c)
+      << name << ": weight " << wname << " has " << s.cg << " input channels per group, data has " << s.c
+      << " channels in " << a.groups << " groups";
+  s.og = s.oc / a.groups;
+  for (size_t i = 0; i < s.d; ++i) {
+    int64_t in = x.shape()[2 + i], k = kernel[i];
+    int64_t ext = a.dilation[i] * (k - 1) + 1;
+    int64_t padded = in + a.padding[i] + a.padding[s.d + i];
+    KILN_USER_CHECK(padded >= ext) << name << ": kernel extent " << ext << " exceeds the padded input " << padded
+                                   << " on spatial axis " << i;
+    s.in.push_back(in);
+    s.kernel.push_back(k);
+    s.out.push_back((padded - ext) / a.strides[i] + 1);
+  }
+  return s;
+}
+
+ConvShape conv_shape(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  KILN_USER_CHECK(w.ndim() == static_cast<int>(a.dims()) + 2)
+      << name << ": weight " << w.name() << " must have rank " << a.dims() + 2;
+  return conv_shape(x, w.shape()[0], w.shape()[1], std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()), a,
+                    name, w.name());
+}
+
+// x zero-padded on its spatial dims, or x itself when no pad is set.
+Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, double value, const std::string& name) {
+  size_t d = a.dims();
+  std::vector<int64_t> before(2, 0), after(2, 0);
+  bool any = false;
+  for (size_t i = 0; i < d; ++i) {
+    before.push_back(a.padding[i]);
+    after.push_back(a.padding[d + i]);
+    any = any || a.padding[i] || a.padding[d + i];
+  }
+  return any ? pad(x, before, after, value, name) : x;
+}
+
+}  // namespace
+
+int64_t conv_channel_block(int64_t oc, int64_t groups) {
+  if (groups == 1) return oc <= 16 ? oc : 16;
+  for (int64_t b = std::min<int64_t>(oc, 16); b > 1; --b) {
+    if (oc % b == 0) return b;
+  }
+  return 1;
+}
+
+namespace {
+
+// The blocked reduction over a padded input and a packed weight [OC/co, C/groups, K..., co],
+// and the unpacking into NC[D]HW.
+Tensor conv_core(const Tensor& xp, const Tensor& wp, const ConvShape& s, const ConvNdAttrs& a, int64_t co,
+                 const std::string& name) {
+  size_t d = s.d;
+  int64_t nblk = (s.oc + co - 1) / co;
+  auto rc = reduce_axis(s.cg, "rc");
+  std::vector<IterVar> rk;
+  for (size_t i = 0; i < d; ++i) rk.push_back(reduce_axis(s.kernel[i], "r" + std::to_string(i)));
+  std::vector<ir::IterVar> axes = {rc};
+  axes.insert(axes.end(), rk.begin(), rk.end());
+
+  std::vector<int64_t> blk_shape = {s.n, nblk};
+  blk_shape.insert(blk_shape.end(), s.out.begin(), s.out.end());
+  blk_shape.push_back(co);
+  Tensor blk = compute(blk_shape, [&](const std::vector<Var>& v) {
+    Expr ci = a.groups == 1 ? Expr(rc) : (v[1] / c32(s.og / co)) * c32(s.cg) + rc;
+    std::vector<Expr> xi = {v[0], ci};
+    std::vector<Expr> wi = {v[1], rc};
+    for (size_t i = 0; i < d; ++i) {
+      xi.push_back(v[2 + i] * c32(a.strides[i]) + rk[i] * c32(a.dilation[i]));
+      wi.push_back(rk[i]);
+    }
+    wi.push_back(v.back());
+    return te::sum(xp(xi) * wp(wi), axes);
+  }, name + kBlockedSuffix);
+
+  std::vector<int64_t> out_shape = {s.n, s.oc};
+  out_shape.insert(out_shape.end(), s.out.begin(), s.out.end());
+  return compute(out_shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> idx = {v[0], v[1] / c32(co)};
+    for (size_t i = 0; i < d; ++i) idx.push_back(v[2 + i]);
+    idx.push_back(v[1] % c32(co));
+    return blk(idx);
+  }, name);
+}
+
+}  // namespace
+
+Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t oc_block, const std::string& name) {
+  ConvShape s = conv_shape(x, w, a, name);
+  size_t d = s.d;
+  int64_t co = oc_block > 0 ? oc_block : conv_channel_block(a.groups == 1 ? s.oc : s.og, a.groups);
+  KILN_USER_CHECK(a.groups == 1 || s.og % co == 0)
+      << name << ": output-channel block " << co << " must divide the " << s.og << " channels of a group";
+  int64_t nblk = (s.oc + co - 1) / co;
+
+  std::vector<int64_t> pack_shape = {nblk, s.cg};
+  pack_shape.insert(pack_shape.end(), s.kernel.begin(), s.kernel.end());
+  pack_shape.push_back(co);
+  Tensor wp = compute(pack_shape, [&](const std::vector<Var>& v) {
+    Expr o = v[0] * c32(co) + v.back();
+    std::vector<Expr> idx = {o, v[1]};
+    for (size_t i = 0; i < d; ++i) idx.push_back(v[2 + i]);
+    if (nblk * co == s.oc) return w(idx);
+    idx[0] = ir::min(o, c32(s.oc - 1));
+    return ir::select(o < c32(s.oc), w(idx), ir::make_zero(w.dtype()));
+  }, name + kPackSuffix);
+  return conv_core(pad_spatial(x, a, 0.0, name + kPadSuffix), wp, s, a, co, name);
+}
+
+Tensor conv_nd_packed(const Tensor& x, const Tensor& wp, int64_t oc, const ConvNdAttrs& a, const std::string& name) {
+  size_t d = a.dims();
+  KILN_USER_CHECK(wp.ndim() == static_cast<int>(d) + 3)
+      << name << ": packed weight " << wp.name() << " must be [OC/co, C/groups, K..., co]";
+  std::vector<int64_t> kernel(wp.shape().begin() + 2, wp.shape().end() - 1);
+  ConvShape s = conv_shape(x, oc, wp.shape()[1], kernel, a, name, wp.name());
+  int64_t co = wp.shape().back();
+  KILN_USER_CHECK(wp.shape()[0] == (oc + co - 1) / co && (a.groups == 1 || s.og % co == 0))
+      << name << ": packed weight " << wp.name() << " does not hold " << oc << " output channels in blocks of " << co;
+  return conv_core(pad_spatial(x, a, 0.0, name + kPadSuffix), wp, s, a, co, name);
+}
+
+relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups) {
+  KILN_USER_CHECK(w.rank() >= 3 && groups >= 1 && w.shape()[0] % groups == 0)
+      << "pack_conv_weight: weight " << w.type().str() << " is not [OC, C/groups, K...] for " << groups << " groups";
+  int64_t oc = w.shape()[0], co = conv_channel_block(groups == 1 ? oc : oc / groups, groups);
+  int64_t nblk = (oc + co - 1) / co, inner = w.numel() / std::max<int64_t>(oc, 1);
+  size_t eb = static_cast<size_t>(w.dtype().bytes());
+  relay::Shape shape = {nblk};
+  shape.insert(shape.end(), w.shape().begin() + 1, w.shape().end());
+  shape.push_back(co);
+  std::vector<uint8_t> bytes(static_cast<size_t>(nblk * inner * co) * eb, 0);
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t r = 0; r < inner; ++r) {
+      std::memcpy(&bytes[static_cast<size_t>(((o / co) * inner + r) * co + o % co) * eb], w.data() + (o * inner + r) * eb,
+                  eb);
+    }
+  }
+  return relay::HostTensor(w.dtype(), shape, std::move(bytes));
+}
+
+Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  ConvShape s = conv_shape(x, w, a, name);
+  KILN_USER_CHECK(s.cg == 1) << name << ": depthwise convolution needs one input channel per group, weight "
+                             << w.name() << " has " << s.cg;
+  int64_t mult = s.oc / s.c;
+  Tensor xp = pad_spatial(x, a, 0.0, name + kPadSuffix);
+  std::vector<IterVar> rk;
+  for (size_t i = 0; i < s.d; ++i) rk.push_back(reduce_axis(s.kernel[i], "r" + std::to_string(i)));
+  std::vector<ir::IterVar> axes(rk.begin(), rk.end());
+  std::vector<int64_t> out_shape = {s.n, s.oc};
+  out_shape.insert(out_shape.end(), s.out.begin(), s.out.end());
+  return compute(out_shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> xi = {v[0], mult == 1 ? Expr(v[1]) : v[1] / c32(mult)};
+    std::vector<Expr> wi = {v[1], Expr(0)};
+    for (size_t i = 0; i < s.d; ++i) {
+      xi.push_back(v[2 + i] * c32(a.strides[i]) + rk[i] * c32(a.dilation[i]));
+      wi.push_back(rk[i]);
+    }
+    return te::sum(xp(xi) * w(wi), axes);
+  }, name);
+}
+
+Tensor conv_transpose_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  size_t d = a.dims();
+  check_window(a, d, name);
+  KILN_USER_CHECK(a.output_padding.size() == d) << name << ": output_padding must have " << d << " entries";
+  KILN_USER_CHECK(x.ndim() == static_cast<int>(d) + 2 && w.ndim() == x.ndim())
+      << name << ": data " << x.name() << " and weight " << w.name() << " must both have rank " << d + 2;
+  int64_t n = x.shape()[0], c = x.shape()[1], og = w.shape()[1];
+  KILN_USER_CHECK(a.groups >= 1 && c % a.groups == 0 && w.shape()[0] == c)
+      << name << ": weight " << w.name() << " must be [C, OC/groups, K...] for " << c << " input channels in "
+      << a.groups << " groups";
+  int64_t cg = c / a.groups, oc = og * a.groups;
+  std::vector<int64_t> in, k, out, lead, dil_shape = {n, c};
+  for (size_t i = 0; i < d; ++i) {
+    in.push_back(x.shape()[2 + i]);
+    k.push_back(w.shape()[2 + i]);
+    int64_t ext = a.dilation[i] * (k[i] - 1);
+    int64_t o = a.strides[i] * (in[i] - 1) + ext + 1 - a.padding[i] - a.padding[d + i] + a.output_padding[i];
+    KILN_USER_CHECK(o >= 1) << name << ": output size " << o << " on spatial axis " << i << " is not positive";
+    out.push_back(o);
+    // Where input element 0 lands in the dilated input that a stride-1 convolution reads.
+    lead.push_back(ext - a.padding[i]);
+    dil_shape.push_back(o + ext);
+  }
+  // The input spread out by the stride, with the border the flipped kernel reads.
+  Tensor xu = compute(dil_shape, [&](const std::vector<Var>& v) {
+    Expr inside = ir::make_int(ir::DataType::boolean(), 1);
+    std::vector<Expr> idx = {v[0], v[1]};
+    for (size_t i = 0; i < d; ++i) {
+      Expr q = v[2 + i] - c32(lead[i]);
+      Expr src = q / c32(a.strides[i]);
+      inside = inside && q >= 0 && src < c32(in[i]);
+      if (a.strides[i] > 1) inside = inside && ir::eq(q % c32(a.strides[i]), 0);
+      idx.push_back(ir::min(ir::max(src, 0), c32(in[i] - 1)));
+    }
+    return ir::select(inside, x(idx), ir::make_zero(x.dtype()));
+  }, name + ".dilated");
+  auto rc = reduce_axis(cg, "rc");
+  std::vector<IterVar> rk;
+  for (size_t i = 0; i < d; ++i) rk.push_back(reduce_axis(k[i], "r" + std::to_string(i)));
+  std::vector<ir::IterVar> axes = {rc};
+  axes.insert(axes.end(), rk.begin(), rk.end());
+  std::vector<int64_t> out_shape = {n, oc};
+  out_shape.insert(out_shape.end(), out.begin(), out.end());
+  return compute(out_shape, [&](const std::vector<Var>& v) {
+    Expr ci = a.groups == 1 ? Expr(rc) : (v[1] / c32(og)) * c32(cg) + rc;
+    std::vector<Expr> xi = {v[0], ci};
+    std::vector<Expr> wi = {ci, a.groups == 1 ? Expr(v[1]) : v[1] % c32(og)};
+    for (size_t i = 0; i < d; ++i) {
+      xi.push_back(v[2 + i] + rk[i] * c32(a.dilation[i]));
+      wi.push_back(c32(k[i] - 1) - rk[i]);
+    }
+    return te::sum(xu(xi) * w(wi), axes);
+  }, name);
+}
+
+Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  check_window(a, 2, name);
+  KILN_USER_CHECK(x.ndim() == 5 && w.ndim() == 6) << name << ": data " << x.name() << " must be [N, C/ci, H, W, ci] and "
+                                                  << "weight " << w.name() << " [OC/co, C/ci, KH, KW, ci, co]";
+  KILN_SUPPORTED(a.groups == 1) << name << ": grouped convolutions stay in NCHW (groups " << a.groups << ")";
+  int64_t n = x.shape()[0], cb = x.shape()[1], ci = x.shape()[4];
+  int64_t ob = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3], co = w.shape()[5];
+  KILN_USER_CHECK(w.shape()[1] == cb && w.shape()[4] == ci)
+      << name << ": weight " << w.name() << " does not match the input channel blocks of " << x.name();
+  std::vector<int64_t> out = {n, ob};
+  int64_t k[2] = {kh, kw};
+  for (int i = 0; i < 2; ++i) {
+    int64_t ext = a.dilation[i] * (k[i] - 1) + 1;
+    int64_t padded = x.shape()[2 + i] + a.padding[i] + a.padding[2 + i];
+    KILN_USER_CHECK(padded >= ext) << name << ": kernel extent " << ext << " exceeds the padded input " << padded;
+    out.push_back((padded - ext) / a.strides[i] + 1);
+  }
+  out.push_back(co);
+  bool padded = a.padding[0] || a.padding[1] || a.padding[2] || a.padding[3];
+  Tensor xp = padded ? pad(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0}, 0.0,
+                           name + kPadSuffix)
+                     : x;
+  auto rcb = reduce_axis(cb, "rcb");
+  auto ry = reduce_axis(kh, "ry");
+  auto rx = reduce_axis(kw, "rx");
+  auto rci = reduce_axis(ci, "rci");
+  return compute(out, [&](const std::vector<Var>& v) {
+    Expr hi = v[2] * c32(a.strides[0]) + ry * c32(a.dilation[0]);
+    Expr wi = v[3] * c32(a.strides[1]) + rx * c32(a.dilation[1]);
+    return te::sum(xp({v[0], rcb, hi, wi, rci}) * w({v[1], rcb, ry, rx, rci, v[4]}), {rcb, ry, rx, rci});
+  }, name, {"n", "ocb", "oh", "ow", "oc"});
+}
+
+}  // namespace kiln::te::ops

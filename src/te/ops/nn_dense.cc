@@ -1,0 +1,218 @@
+#include "kiln/te/ops/nn_dense.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <map>
+
+#include "kiln/relay/error.h"
+#include "kiln/support/error.h"
+#include "kiln/te/ops/nn_conv.h"
+#include "kiln/te/reduce.h"
+
+namespace kiln::te::ops {
+
+using ir::Expr;
+using ir::Var;
+
+namespace {
+Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
+}  // namespace
+
+int64_t dense_panel_width(int64_t n) { return n <= 16 ? n : 16; }
+
+namespace {
+// x [M, K] times packed panels [N/nr, K, nr]: the blocked reduction and its unpacking.
+Tensor dense_core(const Tensor& x, const Tensor& wp, int64_t n, const std::string& name) {
+  int64_t m = x.shape()[0], k = x.shape()[1], nb = wp.shape()[0], nr = wp.shape()[2];
+  auto rk = reduce_axis(k, "k");
+  Tensor blk = compute({m, nb, nr}, [&](Var i, Var jo, Var ji) { return te::sum(x(i, rk) * wp(jo, rk, ji), {rk}); },
+                       name + kBlockedSuffix, {"i", "jo", "ji"});
+  return compute({m, n}, [&](Var i, Var j) { return blk(i, j / c32(nr), j % c32(nr)); }, name, {"i", "j"});
+}
+}  // namespace
+
+Tensor dense(const Tensor& x, const Tensor& w, int64_t panel, const std::string& name) {
+  KILN_USER_CHECK(x.ndim() == 2 && w.ndim() == 2 && x.shape()[1] == w.shape()[1])
+      << name << ": dense takes data [M, K] and weight [N, K], got " << x.name() << " and " << w.name();
+  int64_t k = x.shape()[1], n = w.shape()[0];
+  int64_t nr = panel > 0 ? panel : dense_panel_width(n);
+  int64_t nb = (n + nr - 1) / nr;
+  Tensor wp = compute({nb, k, nr}, [&](Var jo, Var kk, Var ji) {
+    Expr j = jo * c32(nr) + ji;
+    if (nb * nr == n) return w(j, kk);
+    return ir::select(j < c32(n), w(ir::min(j, c32(n - 1)), kk), ir::make_zero(w.dtype()));
+  }, name + kPackSuffix, {"jo", "k", "ji"});
+  return dense_core(x, wp, n, name);
+}
+
+Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const std::string& name) {
+  KILN_USER_CHECK(x.ndim() == 2 && w_packed.ndim() == 3 && x.shape()[1] == w_packed.shape()[1] &&
+                  w_packed.shape()[0] == (n + w_packed.shape()[2] - 1) / w_packed.shape()[2])
+      << name << ": dense_packed takes data [M, K] and panels [N/nr, K, nr] for N = " << n << ", got " << x.name()
+      << " and " << w_packed.name();
+  return dense_core(x, w_packed, n, name);
+}
+
+relay::HostTensor pack_dense_weight(const relay::HostTensor& w) {
+  KILN_USER_CHECK(w.rank() == 2) << "pack_dense_weight: weight " << w.type().str() << " is not [N, K]";
+  int64_t n = w.shape()[0], k = w.shape()[1], nr = dense_panel_width(n), nb = (n + nr - 1) / nr;
+  size_t eb = static_cast<size_t>(w.dtype().bytes());
+  std::vector<uint8_t> bytes(static_cast<size_t>(nb * k * nr) * eb, 0);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t q = 0; q < k; ++q) {
+      std::memcpy(&bytes[static_cast<size_t>(((j / nr) * k + q) * nr + j % nr) * eb], w.data() + (j * k + q) * eb, eb);
+    }
+  }
+  return relay::HostTensor(w.dtype(), {nb, k, nr}, std::move(bytes));
+}
+
+Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {
+  KILN_USER_CHECK(a.ndim() >= 1 && b.ndim() >= 1) << name << ": operands must have rank >= 1";
+  std::vector<int64_t> sa = a.shape(), sb = b.shape();
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  KILN_USER_CHECK(sb[sb.size() - 2] == k) << name << ": reduction dims of " << a.name() << " and " << b.name()
+                                          << " differ";
+  size_t ra = sa.size() - 2, rb = sb.size() - 2, rbatch = std::max(ra, rb);
+  std::vector<int64_t> batch(rbatch, 1);
+  for (size_t i = 0; i < rbatch; ++i) {
+    int64_t da = i + ra >= rbatch ? sa[i + ra - rbatch] : 1;
+    int64_t db = i + rb >= rbatch ? sb[i + rb - rbatch] : 1;
+    KILN_USER_CHECK(da == db || da == 1 || db == 1) << name << ": batch dims of " << a.name() << " and " << b.name()
+                                                    << " do not broadcast";
+    batch[i] = std::max(da, db);
+  }
+  std::vector<int64_t> shape = batch;
+  if (!a_vec) shape.push_back(m);
+  if (!b_vec) shape.push_back(n);
+  auto rk = reduce_axis(k, "k");
+  // Index of operand dims: batch dims right-aligned, broadcast dims read at 0.
+  auto operand_index = [&](const std::vector<Var>& v, size_t rank, const std::vector<int64_t>& s, bool vec,
+                           Expr row, Expr col) {
+    std::vector<Expr> idx;
+    for (size_t i = 0; i < rank; ++i) {
+      size_t oi = i + rbatch - rank;
+      idx.push_back(s[i] == 1 && batch[oi] != 1 ? Expr(0) : Expr(v[oi]));
+    }
+    if (!vec) idx.push_back(row);
+    idx.push_back(col);
+    return idx;
+  };
+  if (shape.empty()) shape.push_back(1);  // vector . vector: a one-element result
+  bool scalar_result = a_vec && b_vec && rbatch == 0;
+  return compute(shape, [&](const std::vector<Var>& v) {
+    Expr i = a_vec ? Expr(0) : Expr(v[rbatch]);
+    Expr j = b_vec ? Expr(0) : Expr(v[rbatch + (a_vec ? 0 : 1)]);
+    if (scalar_result) i = j = Expr(0);
+    std::vector<Expr> ai = operand_index(v, ra, sa, a_vec, i, rk);
+    std::vector<Expr> bi = operand_index(v, rb, sb, false, rk, j);
+    if (b_vec) bi.pop_back();
+    return te::sum(a(ai) * b(bi), {rk});
+  }, name);
+}
+
+Tensor einsum(const std::string& eq, const std::vector<Tensor>& inputs, const std::string& name) {
+  KILN_USER_CHECK(!inputs.empty()) << name << ": einsum '" << eq << "' needs at least one input";
+  size_t arrow = eq.find("->");
+  std::vector<std::string> terms(1);
+  for (char c : eq.substr(0, arrow)) {
+    if (c == ',') terms.emplace_back();
+    else terms.back() += c;
+  }
+  KILN_USER_CHECK(terms.size() == inputs.size())
+      << name << ": equation '" << eq << "' has " << terms.size() << " terms for " << inputs.size() << " inputs";
+  // Ellipsis dims become labels '0', '1', ... (right-aligned across inputs).
+  size_t ell_rank = 0;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    size_t dots = terms[t].find("...");
+    if (dots == std::string::npos) continue;
+    size_t letters = terms[t].size() - 3;
+    KILN_USER_CHECK(inputs[t].ndim() >= static_cast<int>(letters)) << name << ": term '" << terms[t]
+                                                                     << "' does not match input " << t;
+    ell_rank = std::max(ell_rank, inputs[t].ndim() - letters);
+  }
+  KILN_SUPPORTED(ell_rank <= 10) << name << ": einsum '" << eq << "' broadcasts over too many dims";
+  std::string ell;
+  for (size_t i = 0; i < ell_rank; ++i) ell += static_cast<char>('0' + i);
+  std::map<char, int64_t> dims;
+  std::map<char, int> count;
+  std::vector<std::string> expanded;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    std::string term = terms[t];
+    size_t dots = term.find("...");
+    if (dots != std::string::npos) {
+      size_t mine = inputs[t].ndim() - (term.size() - 3);
+      term = term.substr(0, dots) + ell.substr(ell_rank - mine) + term.substr(dots + 3);
+    }
+    // A relay scalar arrives as a one-element [1] tensor.
+    bool scalar_input = term.empty() && inputs[t].ndim() == 1 && inputs[t].shape()[0] == 1;
+    KILN_USER_CHECK(scalar_input || term.size() == static_cast<size_t>(inputs[t].ndim()))
+        << name << ": term '" << terms[t] << "' does not match input " << t << " of rank " << inputs[t].ndim();
+    for (size_t p = 0; p < term.size(); ++p) {
+      char c = term[p];
+      bool is_ell = std::isdigit(static_cast<unsigned char>(c));
+      KILN_USER_CHECK(is_ell || std::isalpha(static_cast<unsigned char>(c)))
+          << name << ": bad character '" << c << "' in einsum '" << eq << "'";
+      int64_t d = inputs[t].shape()[p];
+      auto it = dims.find(c);
+      if (it == dims.end() || it->second == 1) dims[c] = d;
+      else KILN_USER_CHECK(d == it->second || (is_ell && d == 1))
+               << name << ": label '" << c << "' of einsum '" << eq << "' has sizes " << it->second << " and " << d;
+      if (!is_ell) ++count[c];
+    }
+    expanded.push_back(term);
+  }
+  std::string out_term;
+  if (arrow != std::string::npos) {
+    out_term = eq.substr(arrow + 2);
+    size_t dots = out_term.find("...");
+    if (dots != std::string::npos) out_term = out_term.substr(0, dots) + ell + out_term.substr(dots + 3);
+  } else {
+    out_term = ell;
+    for (const auto& [c, k] : count) {
+      if (k == 1) out_term += c;
+    }
+  }
+  std::vector<int64_t> shape;
+  for (char c : out_term) {
+    auto it = dims.find(c);
+    KILN_USER_CHECK(it != dims.end()) << name << ": output label '" << c << "' of einsum '" << eq
+                                      << "' appears in no input";
+    KILN_SUPPORTED(out_term.find(c) == shape.size()) << name << ": einsum '" << eq << "' repeats an output label";
+    shape.push_back(it->second);
+  }
+  std::map<char, IterVar> raxis;
+  std::vector<ir::IterVar> axes;
+  for (const auto& [c, d] : dims) {
+    if (out_term.find(c) != std::string::npos) continue;
+    raxis[c] = reduce_axis(d, std::string("r_") + c);
+    axes.push_back(raxis[c]);
+  }
+  bool scalar = shape.empty();
+  if (scalar) shape.push_back(1);
+  return compute(shape, [&](const std::vector<Var>& v) {
+    Expr prod;
+    for (size_t t = 0; t < inputs.size(); ++t) {
+      std::vector<Expr> idx;
+      for (size_t p = 0; p < expanded[t].size(); ++p) {
+        char c = expanded[t][p];
+        if (inputs[t].shape()[p] == 1 && dims[c] != 1) {
+          idx.push_back(Expr(0));
+        } else if (size_t o = out_term.find(c); o != std::string::npos) {
+          idx.push_back(v[o]);
+        } else {
+          idx.push_back(raxis.at(c));
+        }
+      }
+      if (idx.empty()) idx.push_back(Expr(0));  // a scalar input
+      Expr e = inputs[t](idx);
+      prod = prod.defined() ? prod * e : e;
+    }
+    return axes.empty() ? prod : te::sum(prod, axes);
+  }, name);
+}
+
+}  // namespace kiln::te::ops

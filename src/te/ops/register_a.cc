@@ -1,0 +1,107 @@
+// Part A of the op library's registration, and the wrapper every part-A lowering goes through.
+#include "kiln/te/ops/register_a.h"
+
+#include <algorithm>
+
+#include "kiln/relay/op.h"
+#include "kiln/support/error.h"
+#include "kiln/te/ops/transform.h"
+#include "register_a_util.h"
+
+namespace kiln::te::ops {
+
+namespace {
+std::vector<std::string>& registered() {
+  static std::vector<std::string> names;
+  return names;
+}
+}  // namespace
+
+std::vector<int64_t> te_shape(const relay::Type& t) {
+  const auto* tt = t.as<relay::TensorTypeNode>();
+  KILN_USER_CHECK(tt != nullptr) << "expected a tensor type, got " << t.str();
+  for (int64_t d : tt->shape)
+    KILN_USER_CHECK(d > 0) << "tensor " << t.str() << " is empty; kiln cannot lower empty tensors";
+  return tt->shape.empty() ? std::vector<int64_t>{1} : tt->shape;
+}
+
+namespace detail_a {
+
+ir::DataType out_dtype(const relay::Type& t) {
+  const auto* tt = t.as<relay::TensorTypeNode>();
+  KILN_CHECK(tt != nullptr) << "tensor output type expected, got " << t.str();
+  return tt->dtype;
+}
+
+bool scalar_with_empty_axes(const Tensor& x, size_t attr_entries) {
+  return attr_entries == 0 && x.ndim() == 1 && x.shape()[0] == 1;
+}
+
+namespace {
+// Prefixes the op (and node) to an error that does not name it yet.
+std::string with_context(const std::string& op, const relay::Attrs& attrs, const std::string& msg) {
+  std::string ctx = attrs.context().empty() ? op : attrs.context();
+  if (msg.rfind(ctx, 0) == 0) return msg;
+  return ctx + ": " + msg;
+}
+
+std::vector<int64_t> without_ones(const std::vector<int64_t>& s) {
+  std::vector<int64_t> r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
+}
+}  // namespace
+
+void set_lowering(const std::string& op, FLower f) {
+  const relay::OpDef& def = relay::get_op(op);
+  FLower wrapped = [op, f, &def](const std::vector<Tensor>& inputs, const relay::Attrs& attrs,
+                                 const relay::Type& out_type) -> std::vector<Tensor> {
+    try {
+      KILN_USER_CHECK(static_cast<int>(inputs.size()) >= def.min_args &&
+                      (def.max_args < 0 || static_cast<int>(inputs.size()) <= def.max_args))
+          << "got " << inputs.size() << " inputs";
+      std::vector<relay::Type> want;
+      if (const auto* tt = out_type.as<relay::TupleTypeNode>()) want = tt->fields;
+      else want.push_back(out_type);
+      for (const relay::Type& t : want) te_shape(t);  // rejects empty outputs up front
+      std::vector<Tensor> outs = f(inputs, attrs, out_type);
+      KILN_CHECK(outs.size() == want.size()) << op << " lowered to " << outs.size() << " tensors for type "
+                                             << out_type.str();
+      for (size_t i = 0; i < outs.size(); ++i) {
+        std::vector<int64_t> shape = te_shape(want[i]);
+        KILN_CHECK(outs[i].dtype() == out_dtype(want[i]))
+            << op << " lowered output " << i << " to " << outs[i].dtype().str() << ", type says " << want[i].str();
+        if (outs[i].shape() == shape) continue;
+        // Only an arrangement of 1s may differ (same elements, same order); anything else is a bug.
+        KILN_CHECK(without_ones(outs[i].shape()) == without_ones(shape))
+            << op << " lowered output " << i << " to a shape that does not fit " << want[i].str();
+        outs[i] = reshape(outs[i], shape, op);
+      }
+      return outs;
+    } catch (const InternalError&) {
+      throw;
+    } catch (const Error& e) {
+      throw Error(with_context(op, attrs, e.what()));
+    }
+  };
+  relay::set_op_lowering(op, std::any(wrapped));
+  registered().push_back(op);
+}
+
+}  // namespace detail_a
+
+void register_lowerings_a() {
+  if (!registered().empty()) return;
+  detail_a::register_elemwise_a();
+  detail_a::register_transform_a();
+  detail_a::register_reduce_a();
+  std::sort(registered().begin(), registered().end());
+}
+
+std::vector<std::string> lowered_ops_a() {
+  register_lowerings_a();
+  return registered();
+}
+
+}  // namespace kiln::te::ops

@@ -1,0 +1,166 @@
+// The default CPU schedule templates of injective and reduction groups: the loop structure they
+// build (printed IR after the loop passes) and that the scheduled programs still compute the
+// same values (checked exactly against the naive schedule's result, or against the relay
+// evaluator at rtol 1e-5).
+#include <catch2/catch.hpp>
+
+#include "kiln/ir/printer.h"
+#include "kiln/te/ops/elemwise.h"
+#include "kiln/te/ops/reduce.h"
+#include "kiln/te/ops/transform.h"
+#include "test_ops_a_util.h"
+
+using namespace kiln;
+using namespace kiln::opsa;
+using relay::Attrs;
+
+namespace {
+const DataType f32 = DataType::f32();
+
+std::string final_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args) {
+  return ir::to_string(codegen::lower_to_ir(s, args, "k"));
+}
+
+te::Tensor add_exp(const te::Tensor& a, const te::Tensor& b) {
+  auto sum = te::ops::elementwise({a, b}, te::ops::broadcast_shape(a.shape(), b.shape()),
+                                  [](const std::vector<ir::Expr>& v) { return v[0] + v[1]; }, "add");
+  return te::ops::elementwise({sum}, sum.shape(),
+                              [](const std::vector<ir::Expr>& v) { return ir::make_intrinsic("exp", {v[0]}); }, "exp");
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("injective_cpu: inlines producers, vectorizes the inner axis, parallel when big", "[ops_a]") {
+  auto a = te::placeholder({64, 512}, f32, "a"), b = te::placeholder({512}, f32, "b");
+  auto y = add_exp(a, b);
+  auto s = schedule::create({y});
+  schedule::Config cfg;
+  schedule::injective_cpu(s, y, cfg);
+  std::string ir = final_ir(s, {a, b, y});
+  INFO(ir);
+  CHECK(contains(ir, "parallel for"));
+  CHECK(contains(ir, "ramp("));
+  CHECK(contains(ir, ", 16)]"));   // 64-byte vectors of float32
+  CHECK_FALSE(contains(ir, "add["));  // the producer is inlined: no buffer of its own
+  CHECK(cfg.str() == "parallel_min=32768 vector_bytes=64");
+
+  HostTensor av = random_tensor(f32, {64, 512}, 1), bv = random_tensor(f32, {512}, 2);
+  auto want = build_and_run({a, b}, {y}, {av, bv}, {relay::tensor_type(f32, {64, 512})}, Sched::Naive)[0];
+  auto got = build_and_run({a, b}, {y}, {av, bv}, {relay::tensor_type(f32, {64, 512})}, Sched::Default)[0];
+  CHECK(mismatch(got, want, 0, 0) == "");
+}
+
+TEST_CASE("injective_cpu: small outputs stay serial, odd inner extents stay scalar, knobs apply", "[ops_a]") {
+  auto a = te::placeholder({4, 8}, f32, "a"), b = te::placeholder({8}, f32, "b");
+  auto y = add_exp(a, b);
+  auto s = schedule::create({y});
+  schedule::Config cfg;
+  schedule::injective_cpu(s, y, cfg);
+  std::string ir = final_ir(s, {a, b, y});
+  CHECK_FALSE(contains(ir, "parallel"));
+  CHECK(contains(ir, ", 8)]"));  // the whole inner axis of 8 is one vector
+
+  auto c = te::placeholder({5, 7}, f32, "c");
+  auto z = te::ops::transpose(c, {1, 0});
+  auto s2 = schedule::create({z});
+  schedule::injective_cpu(s2, z, cfg);
+  CHECK_FALSE(contains(final_ir(s2, {c, z}), "ramp("));
+
+  // Trailing dims of 1 do not stop the vectorization of the axis before them.
+  auto u = te::placeholder({64, 32, 1, 1}, f32, "u");
+  auto w = te::ops::elementwise({u}, u.shape(), [](const std::vector<ir::Expr>& v) { return v[0] * v[0]; }, "sq");
+  auto s5 = schedule::create({w});
+  schedule::injective_cpu(s5, w, cfg);
+  CHECK(contains(final_ir(s5, {u, w}), "u[ramp("));
+
+  // vector_bytes=16 (candidate 0): 4 float32 lanes; parallel_min=0: always parallel.
+  auto s3 = schedule::create({y});
+  auto chosen = schedule::Config::with_choices({{"vector_bytes", 0}, {"parallel_min", 0}});
+  schedule::injective_cpu(s3, y, chosen);
+  std::string ir3 = final_ir(s3, {a, b, y});
+  CHECK(contains(ir3, ", 4)]"));
+  CHECK(contains(ir3, "parallel for"));
+
+  schedule::ConfigSpace space;
+  schedule::Config rec(&space);
+  auto s4 = schedule::create({y});
+  schedule::injective_cpu(s4, y, rec);
+  CHECK(space.size() == 15);
+}
+
+TEST_CASE("reduction_cpu: a reduction over an outer axis vectorizes the kept inner axis", "[ops_a]") {
+  auto x = te::placeholder({64, 32, 64}, f32, "x");
+  auto sq = te::ops::elementwise({x}, x.shape(), [](const std::vector<ir::Expr>& v) { return v[0] * v[0]; }, "square");
+  auto y = te::ops::reduce(sq, te::ops::ReduceKind::Mean, {1}, false, "mean");
+  auto s = schedule::create({y});
+  schedule::Config cfg;
+  schedule::reduction_cpu(s, y, cfg);
+  std::string ir = final_ir(s, {x, y});
+  INFO(ir);
+  CHECK(contains(ir, "parallel for"));
+  CHECK(contains(ir, "x[ramp("));       // contiguous vector loads of x along the kept axis
+  CHECK_FALSE(contains(ir, "square["));  // inlined into the reduction
+  CHECK(contains(cfg.str(), "reduce_vector_bytes=64"));
+
+  HostTensor xv = random_tensor(f32, {64, 32, 64}, 3);
+  std::vector<relay::Type> types{relay::tensor_type(f32, {64, 64})};
+  auto want = build_and_run({x}, {y}, {xv}, types, Sched::Naive)[0];
+  auto got = build_and_run({x}, {y}, {xv}, types, Sched::Default)[0];
+  CHECK(mismatch(got, want, 1e-6, 0) == "");
+}
+
+TEST_CASE("reduction_cpu: a reduction over the inner axis runs parallel over the kept axes", "[ops_a]") {
+  auto x = te::placeholder({256, 300}, f32, "x");
+  auto y = te::ops::reduce(x, te::ops::ReduceKind::Max, {1}, true, "max");
+  auto s = schedule::create({y});
+  schedule::Config cfg;
+  schedule::reduction_cpu(s, y, cfg);
+  std::string ir = final_ir(s, {x, y});
+  INFO(ir);
+  CHECK(contains(ir, "parallel for"));
+  CHECK(contains(ir, "for (k1, 0, 300)"));
+
+  auto arg = te::ops::arg_reduce(x, 0, false, false, false, "argmax");
+  auto s2 = schedule::create({arg});
+  schedule::reduction_cpu(s2, arg, cfg);
+  HostTensor xv = random_tensor(f32, {256, 300}, 4);
+  std::vector<relay::Type> types{relay::tensor_type(DataType::i64(), {300})};
+  auto want = build_and_run({x}, {arg}, {xv}, types, Sched::Naive)[0];
+  auto got = build_and_run({x}, {arg}, {xv}, types, Sched::Default)[0];
+  CHECK(mismatch(got, want, 0, 0) == "");
+
+  auto s3 = schedule::create({arg});
+  CHECK_THROWS_WITH(schedule::injective_cpu(s3, arg, cfg), Catch::Contains("reduction_cpu"));
+}
+
+TEST_CASE("templates: odd inner extents stay plain inner loops under a parallel outer loop", "[ops_a]") {
+  // squeezenet's concat: [1, 64, 55, 55] twice along channels; 55 has no power-of-two factor.
+  auto a = te::placeholder({1, 64, 55, 55}, f32, "a"), b = te::placeholder({1, 64, 55, 55}, f32, "b");
+  auto y = te::ops::concatenate({a, b}, 1);
+  auto s = schedule::create({y});
+  schedule::Config cfg;
+  schedule::injective_cpu(s, y, cfg);
+  std::string ir = final_ir(s, {a, b, y});
+  INFO(ir);
+  CHECK(contains(ir, "parallel for (i0.i1.i2.fused.fused, 0, 7040)"));  // the channel test is per row
+  CHECK(contains(ir, "for (i3, 0, 55)"));
+  HostTensor av = random_tensor(f32, {1, 64, 55, 55}, 5), bv = random_tensor(f32, {1, 64, 55, 55}, 6);
+  std::vector<relay::Type> types{relay::tensor_type(f32, {1, 128, 55, 55})};
+  CHECK(mismatch(build_and_run({a, b}, {y}, {av, bv}, types, Sched::Default)[0],
+                 build_and_run({a, b}, {y}, {av, bv}, types, Sched::Naive)[0], 0, 0) == "");
+
+  // A sum over channels of [16, 64, 55]: the kept odd axis runs inside the reduce loop.
+  auto x = te::placeholder({16, 64, 55}, f32, "x");
+  auto r = te::ops::reduce(x, te::ops::ReduceKind::Sum, {1}, false, "sum");
+  auto s2 = schedule::create({r});
+  schedule::reduction_cpu(s2, r, cfg);
+  std::string ir2 = final_ir(s2, {x, r});
+  INFO(ir2);
+  CHECK(contains(ir2, "parallel for (i0, 0, 16)"));
+  CHECK(ir2.find("for (k1, 0, 64)") < ir2.find("for (i1, 0, 55)"));
+  HostTensor xv = random_tensor(f32, {16, 64, 55}, 7);
+  std::vector<relay::Type> types2{relay::tensor_type(f32, {16, 55})};
+  CHECK(mismatch(build_and_run({x}, {r}, {xv}, types2, Sched::Default)[0],
+                 build_and_run({x}, {r}, {xv}, types2, Sched::Naive)[0], 1e-6, 0) == "");
+}
