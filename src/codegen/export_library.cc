@@ -8,7 +8,7 @@
 //      compiler is involved, so data of any size costs no parsing and no source text.
 //   4. `cc -shared` links the two (the only tool needed on the compiling machine is a linker
 //      driver; found at run time: $KILN_CC, else cc, gcc or clang in PATH)
-//   5. the result is renamed over `path`, so a process that has the old file loaded (mapped)
+//   5. the linker's output is renamed over `path`, so a process that has the old file loaded (mapped)
 //      never sees it change under it.
 #include <fcntl.h>
 #include <spawn.h>
@@ -149,7 +149,7 @@ std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_
                         const codegen::Target& target) {
   llvm::LLVMContext ctx;
   llvm::Module m("kiln_module_data", ctx);
-  std::unique_ptr<llvm::TargetMachine> tm = codegen::llvm_backend::create_target_machine(target, 0);
+  std::unique_ptr<llvm::TargetMachine> tm = codegen::llvm_backend::create_target_machine(target, 2);
   m.setTargetTriple(target.triple);
   m.setDataLayout(tm->createDataLayout());
   llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
@@ -244,23 +244,20 @@ void export_library(const CompiledModel& model, const std::string& path) {
   std::string linker = find_linker();
 
   TempDir tmp;
-  std::string kernels_o = tmp.file("kernels.o"), data_o = tmp.file("data.o"), so = tmp.file("module.so"),
-              log = tmp.file("link.log");
+  std::string kernels_o = tmp.file("kernels.o"), data_o = tmp.file("data.o"), log = tmp.file("link.log");
   write_file(kernels_o, codegen::build(model.kernels, target).object_code());
   write_file(data_o, data_object(plan, model.weights, target));
 
+  // The linker writes next to `path` (same file system, so the rename is atomic and nothing
+  // big is copied twice).
+  std::string staging = path + ".tmp" + std::to_string(getpid());
   // -z defs: a kernel calling a function no library provides fails here, not on the user's
   // machine. -Bsymbolic: the module's own symbols bind inside it. libm: kernels call expf & co.
-  std::string error = run_tool({linker, "-shared", "-o", so, kernels_o, data_o, "-Wl,-z,defs", "-Wl,-Bsymbolic",
+  std::string error = run_tool({linker, "-shared", "-o", staging, kernels_o, data_o, "-Wl,-z,defs", "-Wl,-Bsymbolic",
                                 "-Wl,-z,noexecstack", "-lm"},
                                log);
+  if (!error.empty()) unlink(staging.c_str());
   KILN_USER_CHECK(error.empty()) << "export_library: linking '" << path << "' failed: " << error;
-
-  std::ifstream in(so, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  KILN_USER_CHECK(!bytes.empty()) << "export_library: the linker wrote no library";
-  std::string staging = path + ".tmp" + std::to_string(getpid());
-  write_file(staging, bytes);
   if (rename(staging.c_str(), path.c_str()) != 0) {
     int e = errno;
     unlink(staging.c_str());

@@ -124,6 +124,20 @@ TEST_CASE("C API: load, describe, set inputs, run, read outputs", "[c_api][runti
   }
 }
 
+TEST_CASE("C API: a bare file name loads the file in the current directory", "[c_api]") {
+  // dlopen("good.so") would search the library path instead; the loader must not.
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof(cwd)) != nullptr);
+  REQUIRE(chdir(fixture().dir.path.c_str()) == 0);
+  kiln_module* m = nullptr;
+  kiln_status s = kiln_module_load("good.so", &m);
+  std::string error = kiln_last_error();
+  REQUIRE(chdir(cwd) == 0);
+  INFO(error);
+  CHECK(s == KILN_OK);
+  kiln_module_free(m);
+}
+
 TEST_CASE("C API: load refusals name what is wrong", "[c_api][errors]") {
   const std::string& dir = fixture().dir.path;
   SECTION("missing file") {

@@ -44,7 +44,9 @@ struct DenseModel {
 
   // alias_input: memory planning puts output y over input x (x is dead once h exists), so the
   // executor must keep a copy of x to run twice.
-  explicit DenseModel(bool alias_input = false, const std::string& target = "") {
+  // bias_offset: where the bias lives in the weights blob (default: right after W), to test
+  // constants far into a big blob.
+  explicit DenseModel(bool alias_input = false, const std::string& target = "", int64_t bias_offset = 0) {
     ir::DataType f32 = ir::DataType::f32();
     {
       te::Tensor x = te::placeholder({kB, kI}, f32, "x");
@@ -78,7 +80,7 @@ struct DenseModel {
     }
     runtime::GraphPlan& p = model.plan;
     p.target = target;
-    int64_t w_bytes = kI * kH * 4, b_off = align64(w_bytes);
+    int64_t w_bytes = kI * kH * 4, b_off = std::max(align64(w_bytes), bias_offset);
     model.weights.resize(b_off + kH * 4);
     std::copy_n(reinterpret_cast<const uint8_t*>(W.data()), w_bytes, model.weights.data());
     std::copy_n(reinterpret_cast<const uint8_t*>(bias.data()), kH * 4, model.weights.data() + b_off);
