@@ -1,5 +1,7 @@
 // Convolutions over 1 to 3 spatial dims, NC[D]HW data and OI[D]HW weights, and their
 // transposes (weights IO[D]HW). Padding is explicit: ONNX auto_pad is resolved by the importer.
+#include <utility>
+
 #include "kiln/support/error.h"
 #include "op_families.h"
 #include "op_util.h"
@@ -24,15 +26,23 @@ Window read_window(const Attrs& attrs, size_t d) {
   return w;
 }
 
+// Data and weight of a d-dimensional (transposed) convolution: floating, one dtype, rank d + 2.
+std::pair<const TensorTypeNode*, const TensorTypeNode*> conv_operands(const std::vector<Type>& args, size_t d) {
+  const TensorTypeNode& x = tensor_arg(args, 0, "data");
+  const TensorTypeNode& w = tensor_arg(args, 1, "weight");
+  check_floating(x, "data");
+  check_same_dtype(x, w, "data and weight");
+  KILN_USER_CHECK(x.rank() == static_cast<int64_t>(d + 2))
+      << "data must have rank " << d + 2 << " (N, C and " << d << " spatial dims), got " << shape_str(x.shape);
+  KILN_USER_CHECK(w.rank() == x.rank()) << "weight must have rank " << x.rank() << ", got " << shape_str(w.shape);
+  return {&x, &w};
+}
+
 TypeRelation conv_rel(size_t d) {
   return [d](const std::vector<Type>& args, const Attrs& attrs) -> Type {
-    const TensorTypeNode& x = tensor_arg(args, 0, "data");
-    const TensorTypeNode& w = tensor_arg(args, 1, "weight");
-    check_floating(x, "data");
-    check_same_dtype(x, w, "data and weight");
-    KILN_USER_CHECK(x.rank() == static_cast<int64_t>(d + 2))
-        << "data must have rank " << d + 2 << " (N, C and " << d << " spatial dims), got " << shape_str(x.shape);
-    KILN_USER_CHECK(w.rank() == x.rank()) << "weight must have rank " << x.rank() << ", got " << shape_str(w.shape);
+    auto [xp, wp] = conv_operands(args, d);
+    const TensorTypeNode& x = *xp;
+    const TensorTypeNode& w = *wp;
     Window win = read_window(attrs, d);
     int64_t groups = attrs.get_int("groups");
     KILN_USER_CHECK(groups >= 1 && x.shape[1] % groups == 0 && w.shape[0] % groups == 0)
@@ -54,13 +64,9 @@ TypeRelation conv_rel(size_t d) {
 
 TypeRelation conv_transpose_rel(size_t d) {
   return [d](const std::vector<Type>& args, const Attrs& attrs) -> Type {
-    const TensorTypeNode& x = tensor_arg(args, 0, "data");
-    const TensorTypeNode& w = tensor_arg(args, 1, "weight");
-    check_floating(x, "data");
-    check_same_dtype(x, w, "data and weight");
-    KILN_USER_CHECK(x.rank() == static_cast<int64_t>(d + 2))
-        << "data must have rank " << d + 2 << " (N, C and " << d << " spatial dims), got " << shape_str(x.shape);
-    KILN_USER_CHECK(w.rank() == x.rank()) << "weight must have rank " << x.rank() << ", got " << shape_str(w.shape);
+    auto [xp, wp] = conv_operands(args, d);
+    const TensorTypeNode& x = *xp;
+    const TensorTypeNode& w = *wp;
     Window win = read_window(attrs, d);
     std::vector<int64_t> out_pad = attrs.get_ints("output_padding");
     check_count(out_pad, d, "output_padding");
