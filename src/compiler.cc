@@ -81,12 +81,11 @@ void check_lowerings(const relay::FusedModule& m) {
 
 }  // namespace
 
-CompiledModel compile(const relay::Module& module, const CompileOptions& options) {
+FusedProgram fuse_model(const relay::Module& module, const CompileOptions& options) {
   using namespace relay;
   te::ops::register_lowerings();
   register_layout_lowerings();  // the two ops alter_layout makes
   Dumper dump(options);
-  CompiledModel out;
   auto stage = [&](const std::string& name, Module m) {
     dump(name, to_string(m));
     return m;
@@ -102,11 +101,20 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   // prepacked weights; nn.conv2d_NCHWc has only a plain direct lowering so far.
   if (options.alter_layout) m = stage("alter_layout", alter_layout(m));
 
-  FusedModule fused = fuse_ops(m);
-  dump("fuse_ops", to_string(fused));
-  check_lowerings(fused);
+  FusedProgram out;
+  out.fused = fuse_ops(m);
+  dump("fuse_ops", to_string(out.fused));
+  check_lowerings(out.fused);
+  out.prepacked = prepack_weights(&out.fused);
+  return out;
+}
 
-  PrepackedWeights prepacked = prepack_weights(&fused);
+CompiledModel compile(const relay::Module& module, const CompileOptions& options) {
+  using namespace relay;
+  Dumper dump(options);
+  CompiledModel out;
+  FusedProgram program = fuse_model(module, options);
+  FusedModule& fused = program.fused;
   MemoryPlan memory = plan_memory(fused);
   dump("plan_memory", memory.str());
   out.notes.push_back(memory.note());
@@ -120,7 +128,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   std::vector<std::string> names;
   for (size_t i = 0; i < fused.groups.size(); ++i) {
     names.push_back(kernel_name(fused.groups[i], static_cast<int>(i)));
-    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline, &prepacked));
+    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline, &program.prepacked));
   }
   out.plan = make_graph_plan(fused, memory, names, options.target.str(), &out.weights);
   return out;

@@ -17,6 +17,7 @@
 
 #include "kiln/codegen/target.h"
 #include "kiln/ir/stmt.h"
+#include "kiln/relay/lower_graph.h"
 #include "kiln/relay/module.h"
 #include "kiln/runtime/graph_plan.h"
 
@@ -41,6 +42,15 @@ struct CompiledModel {
 };
 
 CompiledModel compile(const relay::Module& module, const CompileOptions& options = CompileOptions());
+
+// The graph half of compile(): the passes up to fuse_ops, the lowering check and weight
+// prepacking. compile() and the autotuner's task extraction (autotune/graph_tasks.h) both start
+// here, so the tuned workloads are exactly the kernels compile() builds.
+struct FusedProgram {
+  relay::FusedModule fused;
+  relay::PrepackedWeights prepacked;  // keyed by calls of `fused`
+};
+FusedProgram fuse_model(const relay::Module& module, const CompileOptions& options = CompileOptions());
 
 // Builds the kernels for the plan's target and writes one shared library holding kernels, graph
 // plan, weights and metadata; the runtime (kiln_runtime.h) loads it.

@@ -3,7 +3,7 @@
 //
 //   FusedModule f = fuse_ops(m);
 //   MemoryPlan mem = plan_memory(f);
-//   for each group g:  GroupProgram p = group_to_te(g);  Schedule s = schedule_group(p, g);
+//   for each group g:  GroupProgram p = group_to_te(g);  Schedule s = schedule_group(p, g, cfg);
 //                      PrimFunc k = codegen::lower_to_ir(s, p.args(), kernel_name(g, i));
 //   GraphPlan plan = make_graph_plan(f, mem, names, target, &weights);
 //
@@ -21,6 +21,7 @@
 #include "kiln/codegen/driver.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/runtime/graph_plan.h"
+#include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
 
 namespace kiln::relay {
@@ -53,16 +54,24 @@ struct GroupProgram {
 GroupProgram group_to_te(const FusedGroup& group, const PrepackedWeights* prepacked = nullptr);
 
 // The CPU schedule of a group: the op library's template for its kind (anchor_cpu.h for groups
-// with an out-elementwise-fusable or opaque op, reduction_cpu.h, injective_cpu.h), default knobs.
-schedule::Schedule schedule_group(const GroupProgram& program, const FusedGroup& group);
+// with an out-elementwise-fusable or opaque op, reduction_cpu.h, injective_cpu.h), with the knobs
+// `cfg` answers (a default Config: the default schedule; a recording one fills the search space).
+schedule::Schedule schedule_group(const GroupProgram& program, const FusedGroup& group, schedule::Config& cfg);
+
+// The te tensor the group's anchor call lowered to.
+te::Tensor anchor_tensor(const GroupProgram& program, const FusedGroup& group);
+// The template family schedule_group uses: anchor_template_name's ("conv", "dense", "depthwise",
+// ..., "generic") for anchored groups, else "reduction" or "injective". Names tuning tasks.
+const char* group_template_name(const GroupProgram& program, const FusedGroup& group);
 
 // "fused_nn_conv2d_add_nn_relu_3": a valid C symbol naming the ops, unique by the group index.
 std::string kernel_name(const FusedGroup& group, int index);
 
-// The te program, schedule and lowered kernel of one group.
+// The te program, schedule and lowered kernel of one group; `cfg` picks the schedule's knobs
+// (null: the template's defaults).
 ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name,
                          const codegen::PipelineOptions& options = codegen::PipelineOptions(),
-                         const PrepackedWeights* prepacked = nullptr);
+                         const PrepackedWeights* prepacked = nullptr, schedule::Config* cfg = nullptr);
 
 // The plan the runtime executes: entries from `memory` (constants packed into `weights` at
 // 64-byte aligned offsets), one node per group calling `kernel_names[i]`, inputs and outputs by

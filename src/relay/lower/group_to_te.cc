@@ -153,9 +153,10 @@ std::string kernel_name(const FusedGroup& group, int index) {
 }
 
 ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name, const codegen::PipelineOptions& options,
-                         const PrepackedWeights* prepacked) {
+                         const PrepackedWeights* prepacked, schedule::Config* cfg) {
   GroupProgram p = group_to_te(group, prepacked);
-  schedule::Schedule s = schedule_group(p, group);
+  schedule::Config defaults;
+  schedule::Schedule s = schedule_group(p, group, cfg ? *cfg : defaults);
   // A lowering may ignore an input (only its shape mattered). Lowering takes only tensors the
   // program reads, so such inputs are left out there and put back as parameters nobody loads,
   // keeping the kernel's parameters in the group's input order the plan relies on.

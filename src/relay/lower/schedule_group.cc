@@ -3,8 +3,8 @@
 // Groups with an out-elementwise-fusable or opaque op (conv, dense, pooling, softmax, norms, ...)
 // go to schedule_anchor_cpu with the tensor their anchor lowered to (it computes the anchor in
 // tiles inside the epilogue's loops); reductions with their producers to reduction_cpu; all
-// other groups (elementwise, broadcast, injective) to injective_cpu. Every template runs with its
-// default knobs: tuning logs are not applied yet.
+// other groups (elementwise, broadcast, injective) to injective_cpu. Each template reads its knobs
+// from the caller's Config: defaults, a tuning record's choices, or a recording one (the space).
 #include "kiln/relay/lower_graph.h"
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/templates/anchor_cpu.h"
@@ -14,9 +14,6 @@
 
 namespace kiln::relay {
 
-namespace {
-
-// The tensor the group's anchor call lowered to.
 te::Tensor anchor_tensor(const GroupProgram& p, const FusedGroup& g) {
   for (size_t i = 0; i < g.calls.size(); ++i)
     if (g.calls[i].same_as(g.anchor)) return p.member_outputs[i][0];
@@ -24,10 +21,12 @@ te::Tensor anchor_tensor(const GroupProgram& p, const FusedGroup& g) {
   return {};
 }
 
-}  // namespace
+const char* group_template_name(const GroupProgram& p, const FusedGroup& group) {
+  if (group.pattern >= OpPattern::OutElementwiseFusable) return schedule::anchor_template_name(anchor_tensor(p, group));
+  return group.pattern == OpPattern::CommReduce ? "reduction" : "injective";
+}
 
-schedule::Schedule schedule_group(const GroupProgram& p, const FusedGroup& group) {
-  schedule::Config cfg;
+schedule::Schedule schedule_group(const GroupProgram& p, const FusedGroup& group, schedule::Config& cfg) {
   if (group.pattern >= OpPattern::OutElementwiseFusable)
     return schedule::schedule_anchor_cpu(p.outputs, anchor_tensor(p, group), cfg);
   schedule::Schedule s = schedule::create(p.outputs);
