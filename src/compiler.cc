@@ -1,8 +1,11 @@
 // kiln::compile: the graph pipeline, from an imported module to kernels, plan and weights.
 #include "kiln/compiler.h"
 
+#include "kiln/autotune/apply_log.h"
+
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "kiln/relay/lower_graph.h"
@@ -118,8 +121,8 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   MemoryPlan memory = plan_memory(fused);
   dump("plan_memory", memory.str());
   out.notes.push_back(memory.note());
-  if (!options.tuning_log.empty())
-    out.notes.push_back("tuning log '" + options.tuning_log + "' not applied: the default schedules are used");
+  std::optional<autotune::LogSchedules> tuned;
+  if (!options.tuning_log.empty()) tuned.emplace(options.tuning_log, options.target.str());
 
   codegen::PipelineOptions pipeline;
   pipeline.dump_ir_after = dump.kernel_stage();
@@ -128,7 +131,13 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   std::vector<std::string> names;
   for (size_t i = 0; i < fused.groups.size(); ++i) {
     names.push_back(kernel_name(fused.groups[i], static_cast<int>(i)));
-    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline, &program.prepacked));
+    schedule::Config cfg;
+    const bool use_log = tuned && tuned->config_for(fused.groups[i], program.prepacked, &cfg);
+    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline, &program.prepacked, use_log ? &cfg : nullptr));
+  }
+  if (tuned) {
+    std::vector<std::string> notes = tuned->notes();
+    out.notes.insert(out.notes.end(), notes.begin(), notes.end());
   }
   out.plan = make_graph_plan(fused, memory, names, options.target.str(), &out.weights);
   return out;

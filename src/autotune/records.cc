@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -120,6 +121,19 @@ TuningLog read_log(const std::string& path) {
       log.malformed.push_back({n, e.what()});
     }
   }
+  return log;
+}
+
+TuningLog read_log_checked(const std::string& path, bool must_exist) {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  KILN_USER_CHECK(exists || !must_exist) << "tuning log '" << path << "' does not exist";
+  if (!exists) return {};
+  KILN_USER_CHECK(!std::filesystem::is_directory(path, ec)) << "tuning log '" << path << "' is a directory";
+  KILN_USER_CHECK(std::ifstream(path).good()) << "cannot read tuning log '" << path << "'";
+  TuningLog log = read_log(path);
+  KILN_USER_CHECK(!log.records.empty() || log.malformed.empty())
+      << "'" << path << "' is not a tuning log: line " << log.malformed[0].line << ": " << log.malformed[0].message;
   return log;
 }
 

@@ -1,4 +1,4 @@
-// kiln check CASE_DIR: compiles CASE_DIR/model.onnx into a .so, runs every test_data_set_* with
+// kiln check CASE_DIR [--tuning-log LOG]: compiles CASE_DIR/model.onnx into a .so, runs every test_data_set_* with
 // it through the runtime, and compares each output with its expected .pb. Prints PASS or FAIL
 // with the worst error and the tolerances; exit 0 on pass, 1 on a mismatch, 3 (kUnsupported)
 // when the model uses something kiln does not implement.
@@ -63,7 +63,7 @@ double worst_ratio(const relay::HostTensor& got, const relay::HostTensor& want, 
   return worst;
 }
 
-int check_case(const fs::path& dir, double rtol, double atol) {
+int check_case(const fs::path& dir, double rtol, double atol, const std::string& tuning_log) {
   fs::path model = dir / "model.onnx";
   KILN_USER_CHECK(fs::exists(model)) << "no model.onnx in '" << dir.string() << "'";
   std::vector<fs::path> sets = sorted_files(dir, "test_data_set_");
@@ -79,7 +79,12 @@ int check_case(const fs::path& dir, double rtol, double atol) {
     import_opts.input_values[input_names[i]] = relay::load_tensor_pb(first_inputs[i].string()).value;
   }
   relay::Module m = relay::from_onnx(model.string(), import_opts);
-  CompiledModel compiled = compile(m, CompileOptions{});
+  CompileOptions copts;
+  copts.tuning_log = tuning_log;
+  CompiledModel compiled = compile(m, copts);
+  if (!tuning_log.empty())  // what the log changed is worth seeing; the other notes are compile's business
+    for (const std::string& note : compiled.notes)
+      if (note.find("tuning") != std::string::npos) std::cerr << "note: " << note << "\n";
   fs::path so = fs::temp_directory_path() / ("kiln_check_" + std::to_string(getpid()) + ".so");
   export_library(compiled, so.string());
   struct Remove {
@@ -119,13 +124,17 @@ void add_check(CLI::App& app, int* status) {
   struct Args {
     std::string dir;
     double rtol = 1e-3, atol = 1e-4;
+    std::string tuning_log;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("check", "compile a case's model.onnx and compare with its test data");
   c->add_option("case_dir", args->dir, "directory with model.onnx and test_data_set_*")->required();
   c->add_option("--rtol", args->rtol, "relative tolerance (default 1e-3)");
   c->add_option("--atol", args->atol, "absolute tolerance (default 1e-4)");
-  c->callback([args, status] { *status = guarded("check", [&] { return check_case(args->dir, args->rtol, args->atol); }); });
+  c->add_option("--tuning-log", args->tuning_log, "compile with the best schedules of this autotuning log");
+  c->callback([args, status] {
+    *status = guarded("check", [&] { return check_case(args->dir, args->rtol, args->atol, args->tuning_log); });
+  });
 }
 
 }  // namespace kiln::cli

@@ -22,6 +22,7 @@ void add_run(CLI::App& app, int* status);
 void add_check(CLI::App& app, int* status);
 void add_conformance(CLI::App& app, int* status);
 void add_bench(CLI::App& app, int* status);
+void add_tune(CLI::App& app, int* status);
 
 // Runs `body`, turning kiln's exceptions into a message on stderr (prefixed "kiln <cmd>: ")
 // and the matching exit status.

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_check(app, &status);
   kiln::cli::add_conformance(app, &status);
   kiln::cli::add_bench(app, &status);
+  kiln::cli::add_tune(app, &status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,68 @@
+// Tuning tasks of a model: the distinct tunable kernels kiln::compile builds, each a Task the
+// tuner (tuner.h) runs for real: the group's te program, its schedule template with the tuner's
+// Config (relay::schedule_group), the loop pipeline, LLVM, and a timed run on random inputs whose
+// outputs must match the default schedule's (kernel_measure.h).
+//
+//   std::vector<GraphTask> tasks = extract_tasks(relay::from_onnx("model.onnx"), CompileOptions{});
+//   for (const GraphTask& t : tasks) tune(t.task, tuner_options);
+//   compile(module, {.tuning_log = "log.json"});   // applies the best record of each task
+//
+// Kernels are deduplicated by workload key, a deterministic string naming the template, the
+// anchor op, its argument types (prepacked weights as packed), its attributes and the kernel's
+// output type, e.g.
+//   conv:nn.conv2d(float32[1,64,56,56],float32[4,64,3,3,16];dilation=[1,1], groups=1, ...)->float32[1,64,56,56]
+// The elementwise tail fused after the anchor (bias, relu, a residual add) is not part of the
+// key: it does not change the knobs, and its cost is small next to the anchor's. A task measures
+// the first kernel of its key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/autotune/kernel_measure.h"
+#include "kiln/autotune/task.h"
+#include "kiln/compiler.h"
+
+namespace kiln::autotune {
+
+struct GraphTaskOptions {
+  codegen::Target target = codegen::Target::host();
+  TimerOptions timer;     // how each candidate is timed (warm caches by default)
+  Tolerance tolerance;    // candidate vs default schedule
+  uint64_t input_seed = 1;
+  // Also tune injective and reduction groups (their templates have knobs too: vector width and
+  // the parallel threshold); off by default, they are memory-bound and cheap.
+  bool all_groups = false;
+};
+
+struct GraphTask {
+  Task task;
+  int occurrences = 0;  // kernels of the model with this workload key
+  std::string label;    // the ops of the first such kernel, "nn.conv2d+add+nn.relu"
+};
+
+// The workload key of a group when it is tunable: an anchored group (conv, dense, matmul,
+// depthwise, pool, norm, ...: anchor_cpu.h), or any group with `all_groups`, whose template
+// declares at least one knob with a choice. Empty otherwise.
+std::string tunable_workload_key(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked,
+                                 bool all_groups = false);
+
+// The distinct tunable workloads, in order of first occurrence.
+std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTaskOptions& options = {});
+// fuse_model (the passes compile() runs) then the above.
+std::vector<GraphTask> extract_tasks(const relay::Module& module, const CompileOptions& compile_options = {},
+                                     const GraphTaskOptions& options = {});
+
+// The knobs of a group's schedule template (a recording run of schedule_group).
+ConfigSpace group_config_space(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked);
+
+// The task of one group (it need not be tunable; a space of one point tunes trivially).
+Task group_task(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked,
+                const GraphTaskOptions& options = {});
+
+// Floating-point operations of one run of a te program, the convention GFLOPS figures use: 2 per
+// term of every reduction (a multiply-add; max/min reductions counted alike) and 1 per element
+// of every other compute stage.
+double count_flops(const std::vector<te::Tensor>& outputs);
+
+}  // namespace kiln::autotune

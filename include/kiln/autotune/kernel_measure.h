@@ -1,0 +1,61 @@
+// Measuring one real kernel for the tuner: the same seeded random inputs for every candidate of a
+// task, the outputs a trusted build of the kernel (the default schedule) computes on them, and
+// the measurement hook that runs a candidate once, rejects it when its outputs differ, and times
+// it. Used by the graph tasks (graph_tasks.h); usable for any PrimFunc with static shapes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kiln/autotune/measure_process.h"
+#include "kiln/autotune/task.h"
+#include "kiln/codegen/build.h"
+
+namespace kiln::autotune {
+
+// Candidates of one task differ only in loop order, tiling, vectorization and FMA contraction,
+// so the sums are the same terms in another order: float32 reassociation moves a result by a few
+// ulps times the number of terms relative to the magnitudes summed. An element passes when
+//   |got - want| <= rtol * |want| + atol_rel * max|want|
+// (max over that output). A wrong index or a missed term moves results by O(|want|); an element
+// a candidate never writes keeps the NaN it was poisoned with and fails.
+struct Tolerance {
+  double rtol = 1e-4;
+  double atol_rel = 1e-4;
+};
+
+// Inputs (params [0, num_inputs) of a kernel) and the expected outputs (the rest).
+class KernelReference {
+ public:
+  // Fills the inputs of `func` with values from `seed` (floating types uniform in [-1, 1]; other
+  // types zero, so that index-like inputs stay in range) and runs `module`'s kernel `func.name`
+  // (a trusted build, normally the default schedule) in an isolated child to record the
+  // outputs. Throws kiln::Error naming the kernel when that run fails.
+  static std::shared_ptr<const KernelReference> make(const codegen::Module& module, const ir::PrimFunc& func,
+                                                     size_t num_outputs, uint64_t seed, double timeout_s = 60);
+
+  struct Buffer;
+  size_t num_inputs() const;
+  ~KernelReference();
+  KernelReference(const KernelReference&) = delete;
+  KernelReference& operator=(const KernelReference&) = delete;
+
+ private:
+  KernelReference() = default;
+  friend MeasureFn measure_kernel(const codegen::Module&, const ir::PrimFunc&, std::shared_ptr<const KernelReference>,
+                                  const TimerOptions&, const Tolerance&);
+  std::vector<std::unique_ptr<Buffer>> inputs_;
+  std::vector<std::vector<double>> expected_;  // per output, as doubles
+  std::vector<ir::Buffer> output_params_;
+};
+
+// The hook the tuner runs in its isolated child: runs `module`'s kernel `func.name` (same
+// parameters as the reference's) once on the reference inputs, throws kiln::Error("wrong result:
+// output N element I: got X, expected Y ...") on a mismatch, then returns time_function's
+// samples (seconds per call).
+MeasureFn measure_kernel(const codegen::Module& module, const ir::PrimFunc& func,
+                         std::shared_ptr<const KernelReference> reference, const TimerOptions& timer,
+                         const Tolerance& tolerance = Tolerance());
+
+}  // namespace kiln::autotune

@@ -1,0 +1,164 @@
+// Tuning tasks of a model (see graph_tasks.h).
+#include "kiln/autotune/graph_tasks.h"
+
+#include <map>
+#include <set>
+
+#include "kiln/support/error.h"
+
+namespace kiln::autotune {
+namespace {
+
+using relay::FusedGroup;
+using relay::PrepackedWeights;
+
+std::string type_str(const relay::Expr& e) { return e->type.str(); }
+
+// The key's argument list: a prepacked weight by its packed type (a different kernel).
+std::string args_str(const relay::CallNode* c, const relay::Expr& call, const PrepackedWeights& prepacked) {
+  auto packed = prepacked.find(call.get());
+  std::string s;
+  for (size_t i = 0; i < c->args.size(); ++i) {
+    const bool is_packed = packed != prepacked.end() && packed->second.arg == i;
+    s += (i ? "," : "") + type_str(is_packed ? packed->second.packed : c->args[i]);
+  }
+  return s;
+}
+
+std::string key_of(const FusedGroup& g, const PrepackedWeights& prepacked, const std::string& template_name) {
+  const bool anchored = g.pattern >= relay::OpPattern::OutElementwiseFusable;
+  std::string key = template_name + ":";
+  // Anchored groups by the anchor call; others by every call (they are all the kernel).
+  for (const relay::Expr& e : g.calls) {
+    if (anchored && !e.same_as(g.anchor)) continue;
+    const auto* c = e.as<relay::CallNode>();
+    key += (key.back() == ':' ? "" : "+") + c->op_name() + "(" + args_str(c, e, prepacked);
+    std::string attrs = c->attrs.str();
+    key += (attrs.empty() ? "" : ";" + attrs) + ")";
+  }
+  return key + "->" + type_str(g.root);
+}
+
+// The smallest part of the prepacked map a task needs to keep: its group's calls.
+PrepackedWeights prepacked_of(const FusedGroup& g, const PrepackedWeights& all) {
+  PrepackedWeights out;
+  for (const relay::Expr& e : g.calls) {
+    auto it = all.find(e.get());
+    if (it != all.end()) out.emplace(it->first, it->second);
+  }
+  return out;
+}
+
+ConfigSpace group_space(const FusedGroup& g, const relay::GroupProgram& p) {
+  ConfigSpace space;
+  Config recorder(&space);
+  relay::schedule_group(p, g, recorder);
+  return space;
+}
+
+}  // namespace
+
+double count_flops(const std::vector<te::Tensor>& outputs) {
+  double flops = 0;
+  std::set<const te::OperationNode*> seen;
+  std::vector<te::Operation> todo;
+  for (const te::Tensor& t : outputs) todo.push_back(t.op());
+  while (!todo.empty()) {
+    te::Operation op = todo.back();
+    todo.pop_back();
+    if (!seen.insert(op.get()).second) continue;
+    for (const te::Tensor& t : op.input_tensors()) todo.push_back(t.op());
+    const auto* c = op.as<te::ComputeOpNode>();
+    if (!c) continue;
+    double elems = 1;
+    for (int64_t d : c->shape) elems *= static_cast<double>(d);
+    double terms = 1;
+    for (const ir::IterVar& r : c->reduce_axis) {
+      std::optional<int64_t> ext = ir::as_const_int(r->dom.extent);
+      terms *= ext ? static_cast<double>(*ext) : 1.0;
+    }
+    flops += c->is_reduction() ? 2 * elems * terms : elems;
+  }
+  return flops;
+}
+
+ConfigSpace group_config_space(const FusedGroup& group, const PrepackedWeights& prepacked) {
+  return group_space(group, relay::group_to_te(group, &prepacked));
+}
+
+std::string tunable_workload_key(const FusedGroup& group, const PrepackedWeights& prepacked, bool all_groups) {
+  relay::GroupProgram p = relay::group_to_te(group, &prepacked);
+  const std::string name = relay::group_template_name(p, group);
+  const bool anchored = group.pattern >= relay::OpPattern::OutElementwiseFusable;
+  if (!all_groups && (!anchored || name == "generic")) return "";
+  if (group_space(group, p).size() <= 1) return "";
+  return key_of(group, prepacked, name);
+}
+
+Task group_task(const FusedGroup& group, const PrepackedWeights& prepacked, const GraphTaskOptions& options) {
+  // What the template and build hooks share: the group (its Exprs keep the calls alive that key
+  // the prepacked map), and the reference, built once on first use.
+  struct State {
+    FusedGroup group;
+    PrepackedWeights prepacked;
+    GraphTaskOptions options;
+    size_t num_outputs = 0;
+    std::shared_ptr<const KernelReference> reference;
+
+    ir::PrimFunc lower(Config* cfg) const { return relay::lower_group(group, "tuned_kernel", {}, &prepacked, cfg); }
+    std::shared_ptr<const KernelReference> get_reference() {
+      if (!reference) {
+        ir::PrimFunc f = lower(nullptr);
+        reference = KernelReference::make(codegen::build({f}, options.target), f, num_outputs, options.input_seed);
+      }
+      return reference;
+    }
+  };
+  auto st = std::make_shared<State>();
+  st->group = group;
+  st->prepacked = prepacked_of(group, prepacked);
+  st->options = options;
+  relay::GroupProgram p = relay::group_to_te(group, &st->prepacked);
+  st->num_outputs = p.outputs.size();
+
+  Task task;
+  task.name = relay::group_template_name(p, group);
+  task.workload_key = key_of(group, st->prepacked, task.name);
+  task.flops = count_flops(p.outputs);
+  task.make = [st](Config& cfg) {
+    Program prog;
+    prog.func = st->lower(&cfg);
+    prog.build = [st, f = prog.func]() {
+      std::shared_ptr<const KernelReference> ref = st->get_reference();
+      return measure_kernel(codegen::build({f}, st->options.target), f, ref, st->options.timer, st->options.tolerance);
+    };
+    return prog;
+  };
+  return task;
+}
+
+std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTaskOptions& options) {
+  std::vector<GraphTask> tasks;
+  std::map<std::string, size_t> index;
+  for (const FusedGroup& g : program.fused.groups) {
+    std::string key = tunable_workload_key(g, program.prepacked, options.all_groups);
+    if (key.empty()) continue;
+    auto [it, fresh] = index.emplace(key, tasks.size());
+    if (fresh) {
+      GraphTask t;
+      t.task = group_task(g, program.prepacked, options);
+      KILN_CHECK(t.task.workload_key == key) << "task key '" << t.task.workload_key << "' differs from '" << key << "'";
+      t.label = g.label();
+      tasks.push_back(std::move(t));
+    }
+    ++tasks[it->second].occurrences;
+  }
+  return tasks;
+}
+
+std::vector<GraphTask> extract_tasks(const relay::Module& module, const CompileOptions& compile_options,
+                                     const GraphTaskOptions& options) {
+  return extract_tasks(fuse_model(module, compile_options), options);
+}
+
+}  // namespace kiln::autotune

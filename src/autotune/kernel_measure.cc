@@ -1,0 +1,158 @@
+// Real-kernel measurement for the tuner (see kernel_measure.h).
+#include "kiln/autotune/kernel_measure.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "kiln/autotune/space_ops.h"
+#include "kiln/support/error.h"
+
+namespace kiln::autotune {
+
+// One kernel argument: 64-byte aligned (the kernels' contract), static shape.
+struct KernelReference::Buffer {
+  ir::DataType dtype;
+  int64_t numel = 1;
+  std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
+
+  explicit Buffer(const ir::Buffer& param) : dtype(param->dtype) {
+    for (const ir::Expr& d : param->shape) {
+      std::optional<int64_t> v = ir::as_const_int(d);
+      KILN_USER_CHECK(v.has_value()) << "parameter '" << param->name << "' has a non-constant shape";
+      numel *= *v;
+    }
+    const size_t bytes = (static_cast<size_t>(numel) * dtype.bytes() + 63) / 64 * 64;
+    data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes)));
+    KILN_USER_CHECK(data != nullptr) << "cannot allocate " << bytes << " bytes for parameter '" << param->name << "'";
+    std::memset(data.get(), 0, bytes);
+  }
+  size_t bytes() const { return static_cast<size_t>(numel) * dtype.bytes(); }
+  bool is_f32() const { return dtype == ir::DataType::f32(); }
+  bool is_f64() const { return dtype == ir::DataType::f64(); }
+
+  double at(int64_t i) const {
+    const uint8_t* p = data.get();
+    if (is_f32()) return reinterpret_cast<const float*>(p)[i];
+    if (is_f64()) return reinterpret_cast<const double*>(p)[i];
+    switch (dtype.bits) {  // integers and bool: compared exactly through their value
+      case 1: case 8: return dtype.is_int() ? reinterpret_cast<const int8_t*>(p)[i] : p[i];
+      case 16: return dtype.is_int() ? reinterpret_cast<const int16_t*>(p)[i] : reinterpret_cast<const uint16_t*>(p)[i];
+      case 32: return dtype.is_int() ? reinterpret_cast<const int32_t*>(p)[i] : reinterpret_cast<const uint32_t*>(p)[i];
+      default: return dtype.is_int() ? static_cast<double>(reinterpret_cast<const int64_t*>(p)[i])
+                                     : static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
+    }
+  }
+  // NaN in every float element, 0xA5 bytes elsewhere: what a candidate leaves unwritten shows.
+  void poison() {
+    if (is_f32()) std::fill_n(reinterpret_cast<float*>(data.get()), numel, std::numeric_limits<float>::quiet_NaN());
+    else if (is_f64()) std::fill_n(reinterpret_cast<double*>(data.get()), numel, std::numeric_limits<double>::quiet_NaN());
+    else std::memset(data.get(), 0xA5, bytes());
+  }
+};
+
+namespace {
+
+kiln_kernel_fn kernel_of(const codegen::Module& module, const ir::PrimFunc& func) {
+  KILN_USER_CHECK(module.defined()) << "kernel '" << func.name << "' was not built";
+  return module.get_function(func.name);
+}
+
+void call(kiln_kernel_fn fn, const std::vector<void*>& args, const std::string& name) {
+  int32_t rc = fn(args.data(), static_cast<int32_t>(args.size()));
+  KILN_USER_CHECK(rc == 0) << "kernel '" << name << "' returned " << rc;
+}
+
+}  // namespace
+
+KernelReference::~KernelReference() = default;
+size_t KernelReference::num_inputs() const { return inputs_.size(); }
+
+std::shared_ptr<const KernelReference> KernelReference::make(const codegen::Module& module, const ir::PrimFunc& func,
+                                                             size_t num_outputs, uint64_t seed, double timeout_s) {
+  KILN_USER_CHECK(num_outputs >= 1 && num_outputs <= func.params.size())
+      << "kernel '" << func.name << "' has " << func.params.size() << " parameters, not " << num_outputs << " outputs";
+  std::shared_ptr<KernelReference> ref(new KernelReference());
+  std::mt19937_64 rng(seed);
+  const size_t num_inputs = func.params.size() - num_outputs;
+  for (size_t i = 0; i < num_inputs; ++i) {
+    auto b = std::make_unique<Buffer>(func.params[i]);
+    for (int64_t e = 0; e < b->numel; ++e) {
+      double v = 2 * uniform_real(rng) - 1;
+      if (b->is_f32()) reinterpret_cast<float*>(b->data.get())[e] = static_cast<float>(v);
+      if (b->is_f64()) reinterpret_cast<double*>(b->data.get())[e] = v;
+    }
+    ref->inputs_.push_back(std::move(b));
+  }
+  ref->output_params_.assign(func.params.begin() + static_cast<long>(num_inputs), func.params.end());
+
+  // Run in a child: a failing reference must not take the tuner down. The outputs come back
+  // as doubles, concatenated.
+  kiln_kernel_fn fn = kernel_of(module, func);
+  IsolatedResult r = run_isolated([&] {
+    std::vector<std::unique_ptr<Buffer>> outs;
+    std::vector<void*> args;
+    for (const auto& b : ref->inputs_) args.push_back(b->data.get());
+    for (const ir::Buffer& p : ref->output_params_) {
+      outs.push_back(std::make_unique<Buffer>(p));
+      args.push_back(outs.back()->data.get());
+    }
+    call(fn, args, func.name);
+    std::vector<double> all;
+    for (const auto& o : outs)
+      for (int64_t e = 0; e < o->numel; ++e) all.push_back(o->at(e));
+    return all;
+  }, timeout_s);
+  KILN_USER_CHECK(r.ok()) << "the reference run of kernel '" << func.name << "' failed: " << r.error;
+  size_t at = 0;
+  for (const ir::Buffer& p : ref->output_params_) {
+    const int64_t n = Buffer(p).numel;
+    KILN_CHECK(at + static_cast<size_t>(n) <= r.values.size()) << "reference outputs of '" << func.name << "' cut short";
+    ref->expected_.emplace_back(r.values.begin() + static_cast<long>(at), r.values.begin() + static_cast<long>(at + n));
+    at += static_cast<size_t>(n);
+  }
+  return ref;
+}
+
+MeasureFn measure_kernel(const codegen::Module& module, const ir::PrimFunc& func,
+                         std::shared_ptr<const KernelReference> reference, const TimerOptions& timer,
+                         const Tolerance& tol) {
+  KILN_USER_CHECK(reference != nullptr) << "measuring kernel '" << func.name << "' without a reference";
+  KILN_USER_CHECK(func.params.size() == reference->inputs_.size() + reference->output_params_.size())
+      << "kernel '" << func.name << "' has " << func.params.size() << " parameters; its reference has "
+      << reference->inputs_.size() + reference->output_params_.size();
+  kiln_kernel_fn fn = kernel_of(module, func);
+  // `module` is captured: the kernel's code lives as long as the hook.
+  return [module, fn, name = func.name, reference, timer, tol]() {
+    const KernelReference& ref = *reference;
+    std::vector<std::unique_ptr<KernelReference::Buffer>> outs;
+    std::vector<void*> args;
+    for (const auto& b : ref.inputs_) args.push_back(b->data.get());
+    for (const ir::Buffer& p : ref.output_params_) {
+      outs.push_back(std::make_unique<KernelReference::Buffer>(p));
+      outs.back()->poison();
+      args.push_back(outs.back()->data.get());
+    }
+    call(fn, args, name);
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const std::vector<double>& want = ref.expected_[o];
+      double scale = 0;
+      for (double w : want) scale = std::isfinite(w) ? std::max(scale, std::abs(w)) : scale;
+      for (int64_t e = 0; e < outs[o]->numel; ++e) {
+        const double g = outs[o]->at(e), w = want[static_cast<size_t>(e)];
+        if (std::isnan(g) && std::isnan(w)) continue;
+        if (g == w) continue;  // also equal infinities
+        if (std::abs(g - w) <= tol.rtol * std::abs(w) + tol.atol_rel * scale) continue;
+        throw Error(fmt::format("wrong result: output {} element {}: got {}, expected {} (rtol {}, atol {} x max|expected| {})",
+                                o, e, g, w, tol.rtol, tol.atol_rel, scale));
+      }
+    }
+    return time_function([&] { call(fn, args, name); }, timer).samples;
+  };
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,109 @@
+// kiln tune MODEL.onnx --log LOG.json [--trials N] [--target T] [--seed S] [--plot OUT.svg]
+//
+// Extracts the model's distinct tunable kernels (autotune/graph_tasks.h), tunes each for N trials
+// (resumed trials in LOG count), appending every measurement to LOG, prints one line per task
+// and optionally the best-so-far curves as an SVG. `kiln compile --tuning-log LOG` applies it.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "kiln/autotune/graph_tasks.h"
+#include "kiln/autotune/plot.h"
+#include "kiln/autotune/tuner.h"
+#include "kiln/relay/frontend/onnx.h"
+#include "kiln/support/error.h"
+
+namespace kiln::cli {
+namespace {
+
+struct TuneArgs {
+  std::string model, log, target = "llvm", plot;
+  int trials = 32;
+  uint64_t seed = 0;
+  double timeout_s = 10;
+  bool all_groups = false;
+};
+
+int run_tune(const TuneArgs& a) {
+  using namespace autotune;
+  using Clock = std::chrono::steady_clock;
+  KILN_USER_CHECK(a.trials >= 1) << "--trials must be at least 1, got " << a.trials;
+  KILN_USER_CHECK(a.timeout_s > 0) << "--timeout must be positive";
+  // A log that exists must be one (resumed); a missing one is created by the first record.
+  TuningLog existing = read_log_checked(a.log, /*must_exist=*/false);
+  const std::filesystem::path log_dir = std::filesystem::absolute(a.log).parent_path();
+  KILN_USER_CHECK(std::filesystem::is_directory(log_dir)) << "cannot write tuning log '" << a.log << "': no directory '"
+                                                          << log_dir.string() << "'";
+  GraphTaskOptions topts;
+  topts.target = codegen::Target::parse(a.target);
+  topts.all_groups = a.all_groups;
+  relay::Module m = relay::from_onnx(a.model);
+  std::vector<GraphTask> tasks = extract_tasks(m, CompileOptions{}, topts);
+  int kernels = 0;
+  for (const GraphTask& t : tasks) kernels += t.occurrences;
+  std::cout << fmt::format("{}: {} tuning task{} ({} kernel{}), {} trials each, log {} ({} records)\n", a.model,
+                           tasks.size(), tasks.size() == 1 ? "" : "s", kernels, kernels == 1 ? "" : "s", a.trials, a.log,
+                           existing.records.size());
+  for (size_t i = 0; i < tasks.size(); ++i)
+    std::cout << fmt::format("  task {}: {} x{}: {} ({} configs)\n", i + 1, tasks[i].label, tasks[i].occurrences,
+                             tasks[i].task.workload_key, tasks[i].task.space().size());
+
+  const auto t0 = Clock::now();
+  // Trials still to come: a task stops at its space size (the spaces are often small).
+  std::vector<int> budget;
+  int measured = 0, remaining = 0;
+  for (const GraphTask& t : tasks) {
+    budget.push_back(static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(a.trials), t.task.space().size())));
+    remaining += budget.back();
+  }
+  std::vector<PlotSeries> curves;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    TunerOptions o;
+    o.trials = a.trials;
+    o.log_path = a.log;
+    o.target = topts.target.str();
+    o.seed = a.seed + i;  // each task its own stream, all fixed by --seed
+    o.timeout_s = a.timeout_s;
+    TuneResult r = tune(tasks[i].task, o);
+    for (const std::string& note : r.notes) std::cerr << "note: " << note << "\n";
+    measured += r.trials - r.resumed;
+    remaining -= budget[i];
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    // Time left: this run's mean seconds per measured trial times the trials still to come.
+    const double left = measured > 0 ? elapsed / measured * remaining : 0;
+    std::cout << fmt::format("[{}/{}] {}: {}/{} trials ({} resumed, {} errors{}), best {:.2f} GFLOPS, {:.1f} s elapsed, "
+                             "about {:.0f} s left\n",
+                             i + 1, tasks.size(), tasks[i].label, r.trials, a.trials, r.resumed, r.errors,
+                             r.stopped_early ? ", stopped early" : r.trials < a.trials ? ", space exhausted" : "",
+                             r.best ? r.best->gflops : 0.0, elapsed, left)
+              << std::flush;
+    curves.push_back({fmt::format("task {}: {} x{}", i + 1, tasks[i].label, tasks[i].occurrences), r.best_gflops_curve});
+  }
+  if (!a.plot.empty()) {
+    write_tuning_curves_svg(a.plot, curves, "kiln tune " + std::filesystem::path(a.model).filename().string());
+    std::cout << "plot: " << a.plot << "\n";
+  }
+  return kOk;
+}
+
+}  // namespace
+
+void add_tune(CLI::App& app, int* status) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* c = app.add_subcommand("tune", "autotune the schedules of a model's kernels into a tuning log");
+  c->add_option("model", args->model, "the .onnx model")->required();
+  c->add_option("--log", args->log, "tuning log (JSON lines): resumed when it exists, appended to")->required();
+  c->add_option("--trials", args->trials, "measurements per task, resumed ones included (default 32)");
+  c->add_option("--target", args->target, "code generation target (llvm: this CPU)");
+  c->add_option("--seed", args->seed, "seed of the search: the same seed proposes the same configs");
+  c->add_option("--plot", args->plot, "write best-so-far GFLOPS against trials as an SVG");
+  c->add_option("--timeout", args->timeout_s, "seconds per candidate run before it counts as hung (default 10)");
+  c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
+  c->callback([args, status] { *status = guarded("tune", [&] { return run_tune(*args); }); });
+}
+
+}  // namespace kiln::cli
