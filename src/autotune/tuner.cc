@@ -79,6 +79,13 @@ class Tuner {
     const auto t0 = Clock::now();
     resume();
     int measured_now = 0;
+    if (o_.measure_default_first && res_.trials < o_.trials && !explorer_.is_measured(default_point())) {
+      std::vector<Point> first = {default_point()};
+      std::vector<TuningRecord> records = {measure(task_, space_, first[0], o_)};
+      if (!o_.log_path.empty()) append_record(o_.log_path, records[0]);
+      learn(first, records);
+      ++measured_now;
+    }
     while (res_.trials < o_.trials && !explorer_.exhausted()) {
       if (explorer_.should_stop()) {
         res_.stopped_early = true;
@@ -119,6 +126,12 @@ class Tuner {
   }
 
   double best_gflops() const { return res_.best ? res_.best->gflops : 0.0; }
+
+  Point default_point() const {
+    Point p;
+    for (const Knob& k : space_.knobs()) p.push_back(k.default_index);
+    return p;
+  }
 
   // Features of a point, cached: the explorer asks for the same points again and again. Empty
   // when the template fails for it or gives no loop program.
@@ -164,6 +177,7 @@ class Tuner {
       if (!r.ok()) ++res_.errors;
       if (r.ok() && (!res_.best || r.median_cost() < res_.best->median_cost())) res_.best = r;
       res_.best_gflops_curve.push_back(best_gflops());
+      if (r.ok() && pts[i] == default_point()) res_.default_gflops = throughput(task_, r);
       const std::vector<float>& f = features(pts[i]);
       if (!f.empty()) {
         rows.push_back(f);

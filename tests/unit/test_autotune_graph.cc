@@ -178,10 +178,19 @@ TEST_CASE("real measurement: a kernel computing something else is rejected as a 
   TuneResult r = tune(evil, o);
   CHECK(r.errors == 2);
   CHECK_FALSE(r.best.has_value());
+  // The real one, with the default config measured first (what kiln tune does).
+  TempFile log("default_first");
+  o.log_path = log.path;
+  o.measure_default_first = true;
   TuneResult fine = tune(real, o);
   CHECK(fine.errors == 0);
   REQUIRE(fine.best.has_value());
   CHECK(fine.best->gflops > 0);
+  CHECK(fine.default_gflops > 0);
+  CHECK(fine.best->gflops >= fine.default_gflops);
+  ConfigSpace space = real.space();
+  CHECK(record_config_to_point(space, read_log(log.path).records.at(0).config) ==
+        choices_to_point(space, {}));  // no choices: every knob at its default
 }
 
 TEST_CASE("tuning a real task: seeded runs measure the same configs, the log round-trips and resumes", "[autotune]") {

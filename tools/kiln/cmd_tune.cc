@@ -68,6 +68,7 @@ int run_tune(const TuneArgs& a) {
     o.target = topts.target.str();
     o.seed = a.seed + i;  // each task its own stream, all fixed by --seed
     o.timeout_s = a.timeout_s;
+    o.measure_default_first = true;  // never record a schedule slower than the default as best
     TuneResult r = tune(tasks[i].task, o);
     for (const std::string& note : r.notes) std::cerr << "note: " << note << "\n";
     measured += r.trials - r.resumed;
@@ -75,11 +76,12 @@ int run_tune(const TuneArgs& a) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     // Time left: this run's mean seconds per measured trial times the trials still to come.
     const double left = measured > 0 ? elapsed / measured * remaining : 0;
-    std::cout << fmt::format("[{}/{}] {}: {}/{} trials ({} resumed, {} errors{}), best {:.2f} GFLOPS, {:.1f} s elapsed, "
-                             "about {:.0f} s left\n",
+    std::cout << fmt::format("[{}/{}] {}: {}/{} trials ({} resumed, {} errors{}), best {:.2f} GFLOPS (default {}), {:.1f} s "
+                             "elapsed, about {:.0f} s left\n",
                              i + 1, tasks.size(), tasks[i].label, r.trials, a.trials, r.resumed, r.errors,
                              r.stopped_early ? ", stopped early" : r.trials < a.trials ? ", space exhausted" : "",
-                             r.best ? r.best->gflops : 0.0, elapsed, left)
+                             r.best ? r.best->gflops : 0.0,
+                             r.default_gflops > 0 ? fmt::format("{:.2f}", r.default_gflops) : "not measured", elapsed, left)
               << std::flush;
     curves.push_back({fmt::format("task {}: {} x{}", i + 1, tasks[i].label, tasks[i].occurrences), r.best_gflops_curve});
   }

@@ -41,6 +41,10 @@ struct TunerOptions {
   // from it. Ignored when tune() is given a model.
   std::string base_model_path;
   std::function<void(const TuneProgress&)> on_progress;
+  // Measure the template's default config as the first trial (unless resumed): the best record
+  // is then never one slower than what compile() would build without the log (timing noise
+  // aside), and the default's speed is known for comparison (TuneResult::default_gflops).
+  bool measure_default_first = false;
 };
 
 struct TuneResult {
@@ -50,6 +54,7 @@ struct TuneResult {
   int errors = 0;                    // failed measurements (resumed ones included)
   bool stopped_early = false;
   std::vector<double> best_gflops_curve;  // best GFLOPS so far after each trial
+  double default_gflops = 0;              // of the default config, when it was measured (or resumed)
   std::vector<std::string> notes;         // log lines skipped while resuming, and why
 };
 
