@@ -164,6 +164,13 @@ TEST_CASE("real measurement: a kernel computing something else is rejected as a 
   IsolatedResult bad = run_isolated(measure_kernel(kiln::codegen::build({fw}), fw, ref, timer), 30);
   CHECK_THAT(bad.error, Catch::Matchers::StartsWith("wrong result: output 0 element"));
 
+  // A candidate that runs past the timeout (here: a timer asking for a minute of calls) is cut
+  // off and reported, not waited for.
+  TimerOptions forever = timer;
+  forever.min_duration_s = 60;
+  IsolatedResult hung = run_isolated(measure_kernel(kiln::codegen::build({fg}), fg, ref, forever), 0.3);
+  CHECK(hung.error == "timed out after 0.3 s");
+
   // Through the tuner: a task whose build swaps in the other computation records only errors.
   Task real = group_task(good.fused.groups[0], good.prepacked, quick());
   Task evil = real;
