@@ -7,7 +7,8 @@
 // model) and mobilenet_v2's depthwise 3x3 over 144 channels at 56x56. Each is a single-op relay
 // module put through extract_tasks, exactly the task path of `kiln tune`. For every task and
 // seed, one run of N trials (default 128) with the explorer guided by the XGBoost model and one
-// with random search (the same tuner with the model never trained), no log; best-so-far GFLOPS
+// with random search (the same tuner with the model never trained), no log, seeds outer and the
+// two searches alternating (so that load drift hits both alike); best-so-far GFLOPS
 // is read at 32, 64 and N trials of each run. Prints a table of means over seeds and closes with
 //   guided/random best GFLOPS at 64 trials: X
 // the geometric mean over tasks of (mean guided best) / (mean random best) at 64 trials. A task
@@ -114,8 +115,9 @@ int main(int argc, char** argv) {
     const uint64_t space = task.space().size();
     double mean[2][3] = {};
     int errors[2] = {};
-    for (int guided = 1; guided >= 0; --guided) {
-      for (int s = 0; s < seeds; ++s) {
+    // Seeds outer, methods inner: both searches see the same drift of a shared machine's load.
+    for (int s = 0; s < seeds; ++s) {
+      for (int guided = 1; guided >= 0; --guided) {
         TunerOptions o;
         o.trials = trials;
         o.seed = static_cast<uint64_t>(s) + 1;
@@ -126,11 +128,13 @@ int main(int argc, char** argv) {
         errors[guided] += r.errors;
         for (int m = 0; m < 3; ++m) mean[guided][m] += at(r.best_gflops_curve, marks[m]) / seeds;
       }
+    }
+    for (int guided = 1; guided >= 0; --guided) {
       std::printf("%-24s %8llu %-7s %9.2f %9.2f %9.2f  (%d errors)%s\n", b.name.c_str(),
                   static_cast<unsigned long long>(space), guided ? "guided" : "random", mean[guided][0], mean[guided][1],
                   mean[guided][2], errors[guided], space <= 64 ? "  space <= 64: exhaustive at 64" : "");
-      std::fflush(stdout);
     }
+    std::fflush(stdout);
     const double ratio = mean[0][1] > 0 ? mean[1][1] / mean[0][1] : 1.0;
     std::printf("%-24s guided/random at 64: %.3f   [%s]\n", b.name.c_str(), ratio, task.workload_key.c_str());
     log_ratio_sum += std::log(ratio);
