@@ -217,6 +217,19 @@ TEST_CASE("compile: tuple-typed kernels, scalar outputs and an output read by an
   CHECK(c.plan.entries[c.plan.outputs[1].entry].shape.empty());
 }
 
+TEST_CASE("compile: a scalar constant can be a module output", "[graph][compile]") {
+  // ONNX Size of a static shape folds to a rank-0 constant that is the graph's output: it goes
+  // to the weights like any constant output (it was an internal error in the fused printer).
+  ScopedTestLowerings lowerings;
+  relay::Expr x = var("x", {2, 3});
+  relay::Expr size = relay::make_constant(HostTensor::from_int64s(DataType::i64(), {}, {6}));
+  Module m = Module::make({x}, {call("nn.relu", {x}), size}, {"y", "size"});
+  CompiledModel c = kiln::compile(m);
+  const auto& entry = c.plan.entries[c.plan.outputs[1].entry];
+  CHECK(entry.shape.empty());
+  CHECK(entry.is_constant);
+}
+
 TEST_CASE("compile: every op without a lowering is listed in one error; unknown dump stages are refused",
           "[graph][compile]") {
   relay::Expr x = var("x", {1, 4, 4, 4});

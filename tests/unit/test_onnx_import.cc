@@ -181,6 +181,51 @@ TEST_CASE("graph inputs that feed shapes take compile-time values", "[onnx]") {
   CHECK(mod.input_names() == std::vector<std::string>{"x", "shape"});  // the signature stays
 }
 
+TEST_CASE("inputs needed at compile time are reported by name, and binding them specializes", "[onnx]") {
+  // pads reaches Pad through Cast and Add: the error names the graph input behind the value.
+  std::string m = model(13,
+                        {node("Cast", {"p"}, {"p64"}, "cast1", {attr_i("to", INT64)}),
+                         node("Add", {"p64", "one"}, {"pads"}, "add1"), node("Pad", {"x", "pads"}, {"y"}, "pad1")},
+                        {value("x", FLOAT, {2, 3}), value("p", INT32, {4})}, {value("y", FLOAT, {})},
+                        {tensor_i64("one", {1}, {1})});
+  try {
+    import(m);
+    FAIL("the import must ask for p");
+  } catch (const CompileTimeInputError& e) {
+    CHECK(e.inputs() == std::vector<std::string>{"p"});
+    CHECK_THAT(std::string(e.what()), Contains("ONNX node 'pad1' (Pad): input 1 (pads) is computed from graph input 'p'"));
+  }
+  OnnxImportOptions opts;
+  opts.bind["p"] = HostTensor::from_int64s(kiln::ir::DataType::i32(), {4}, {0, -1, 1, -1});  // pads 1,0,2,0
+  Module mod = import(m, opts);
+  CHECK(mod.output_types()[0].str() == "float32[5,3]");
+  CHECK(mod.input_names() == std::vector<std::string>{"x"});  // p is compiled in
+  opts.bind["p"] = HostTensor::from_int64s(kiln::ir::DataType::i64(), {4}, {0, 0, 0, 0});
+  REQUIRE_THROWS_WITH(import(m, opts), Contains("graph input 'p' is int32, its given value int64"));
+  opts.bind = {{"one", HostTensor::from_int64s(kiln::ir::DataType::i64(), {1}, {1})}};
+  REQUIRE_THROWS_WITH(import(m, opts), Contains("cannot bind 'one': the model has no graph input of that name"));
+}
+
+TEST_CASE("graph inputs are listed without importing; non-tensor inputs are unsupported", "[onnx]") {
+  std::string dir = "/tmp/kiln_onnx_inputs_" + std::to_string(getpid());
+  std::string path = dir + ".onnx";
+  std::string m = model(13, {node("Relu", {"x"}, {"y"}), node("Pad", {"y", "pads"}, {"z"})},
+                        {value("x", FLOAT, {2}), value("pads", INT64, {2}), value("w", FLOAT, {1})},
+                        {value("z", FLOAT, {})}, {tensor_f32("w", {1}, {1.f})});
+  FILE* f = fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  fwrite(m.data(), 1, m.size(), f);
+  fclose(f);
+  CHECK(onnx_graph_inputs(path) == std::vector<std::string>{"x", "pads"});  // w is an initializer
+  std::remove(path.c_str());
+  REQUIRE_THROWS_WITH(onnx_graph_inputs(path), Contains("cannot open ONNX model"));
+  // TypeProto.sequence_type (4) of float tensors: valid ONNX that kiln does not compile.
+  Pb seq = Pb().str(1, "s").msg(2, Pb().msg(4, Pb().msg(1, Pb().msg(1, Pb().i(1, FLOAT)))));
+  std::string sm = model(13, {node("Identity", {"s"}, {"y"})}, {seq}, {value("y", FLOAT, {})});
+  REQUIRE_THROWS_AS(import(sm), UnsupportedError);
+  REQUIRE_THROWS_WITH(import(sm), Contains("graph input 's' is a sequence; kiln compiles tensor inputs only"));
+}
+
 TEST_CASE("symbolic input dims need a given shape", "[onnx]") {
   std::string m = one_node(13, node("Relu", {"x"}, {"y"}), {-1, 3});
   REQUIRE_THROWS_WITH(import(m), Contains("graph input 'x' has a symbolic dim 0 'N': give its shape"));

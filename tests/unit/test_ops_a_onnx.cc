@@ -37,11 +37,7 @@ bool exists(const std::string& p) {
 enum class Outcome { Pass, Fail, Error, Empty, NotMine };
 
 // Cases of part-A ops that fail, and why (the sweep checks this list stays exact).
-const std::map<std::string, std::string> kKnownFailures = {
-    // The importer lowers LpNormalization to x / sqrt(sum(x*x)); the ONNX reference gives 0
-    // where the norm is 0, kiln gives 0/0 = NaN. A guard belongs in the importer.
-    {"test_l2normalization_axis_0", "0/0 where the L2 norm is 0"},
-};
+const std::map<std::string, std::string> kKnownFailures = {};
 
 struct Result {
   Outcome outcome;
@@ -122,7 +118,7 @@ Result run_case(const std::string& dir) {
     return {Outcome::Pass, ""};
   } catch (const Error& e) {
     // te has no empty tensors: graphs with a 0-sized dim are for the graph compiler to fold.
-    if (std::string(e.what()).find("kiln cannot lower empty tensors") != std::string::npos)
+    if (std::string(e.what()).find("kernels on tensors with zero elements are not supported") != std::string::npos)
       return {Outcome::Empty, e.what()};
     return {Outcome::Error, e.what()};
   }

@@ -1,6 +1,7 @@
-// kiln compile MODEL.onnx -o OUT.so [--target T] [--dump-ir STAGE] [--tuning-log LOG]
+// kiln compile MODEL.onnx -o OUT.so [--target T] [--dump-ir STAGE] [--tuning-log LOG] [--bind NAME=FILE.pb]
 #include <iostream>
 
+#include "bind.h"
 #include "commands.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/frontend/onnx.h"
@@ -10,6 +11,7 @@ namespace kiln::cli {
 void add_compile(CLI::App& app, int* status) {
   struct Args {
     std::string model, out, target = "llvm", dump_ir, tuning_log;
+    std::vector<std::string> bind;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("compile", "compile an ONNX model into one deployable .so");
@@ -18,9 +20,11 @@ void add_compile(CLI::App& app, int* status) {
   c->add_option("--target", args->target, "code generation target (llvm: this CPU; llvm -mcpu=... -mattr=...)");
   c->add_option("--dump-ir", args->dump_ir, "print the graph after this pass (or 'all') to stderr");
   c->add_option("--tuning-log", args->tuning_log, "apply the best schedules of this autotuning log");
+  c->add_option("--bind", args->bind, "NAME=FILE.pb: graph input NAME becomes this constant (static shapes)")
+      ->check(name_equals_file());
   c->callback([args, status] {
     *status = guarded("compile", [&] {
-      relay::Module m = relay::from_onnx(args->model);
+      relay::Module m = import_for_compile(args->model, args->bind);
       CompileOptions opts;
       opts.target = codegen::Target::parse(args->target);
       opts.dump_ir_stage = args->dump_ir;

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "bind.h"
 #include "commands.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/support/error.h"
@@ -18,7 +19,7 @@ void add_run(CLI::App& app, int* status) {
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("run", "run a compiled model on TensorProto (.pb) inputs");
   c->add_option("module", args->module, "the compiled model (.so)")->required();
-  c->add_option("-i,--input", args->inputs, "NAME=FILE.pb, one per model input");
+  c->add_option("-i,--input", args->inputs, "NAME=FILE.pb, one per model input")->check(name_equals_file());
   c->add_option("--output-dir", args->output_dir, "where to write <output name>.pb files");
   c->callback([args, status] {
     *status = guarded("run", [&] {

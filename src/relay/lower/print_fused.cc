@@ -44,12 +44,14 @@ class FusedPrinter {
   }
 
  private:
-  std::string ref(const Expr& e) {
+  // `kernel_arg`: e is an input of a group (not a module output or a tuple field).
+  std::string ref(const Expr& e, bool kernel_arg = false) {
     auto it = names_.find(e.get());
     if (it != names_.end()) return it->second;
     if (auto* c = e.as<ConstantNode>()) {
-      // Scalars are compiled into the kernels and never reach a group line.
-      KILN_CHECK(c->value.rank() != 0) << "a scalar constant crosses a kernel boundary";
+      // Scalars are compiled into the kernels and never reach a group line; a module output
+      // may still be one (ONNX Size of a static shape folds to a scalar).
+      KILN_CHECK(!kernel_arg || c->value.rank() != 0) << "a scalar constant crosses a kernel boundary";
       meta_.push_back(c->value);
       return names_[e.get()] = "meta[" + std::to_string(meta_.size() - 1) + "]";
     }
@@ -70,7 +72,7 @@ class FusedPrinter {
         if (opts_.node_names && !c->name.empty()) comment += (comment.empty() ? "  # " : ", ") + c->name;
       }
       rhs += ")(";
-      for (size_t i = 0; i < g.inputs.size(); ++i) rhs += (i ? ", " : "") + ref(g.inputs[i]);
+      for (size_t i = 0; i < g.inputs.size(); ++i) rhs += (i ? ", " : "") + ref(g.inputs[i], true);
       rhs += ")";
     } else if (auto* t = e.as<TupleNode>()) {
       rhs = "(";

@@ -139,8 +139,18 @@ const char* anchor_template_name(const te::Tensor& anchor) {
   return "generic";
 }
 
-Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, Config& cfg) {
-  KILN_USER_CHECK(!outputs.empty() && anchor.defined()) << "schedule_anchor_cpu: no outputs or no anchor";
+// An op computed in a wider type (a float16 matmul accumulates in float32) ends in a cast of its
+// "<name>.acc" stage: the template places the accumulation, the cast inlines like an epilogue.
+te::Tensor accumulation_of(const te::Tensor& anchor) {
+  const auto* c = anchor.op().as<te::ComputeOpNode>();
+  std::vector<te::Tensor> in = anchor.op().input_tensors();
+  if (!c || c->is_reduction() || in.size() != 1 || in[0].op().name() != anchor.op().name() + ".acc") return anchor;
+  return in[0];
+}
+
+Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& op_output, Config& cfg) {
+  KILN_USER_CHECK(!outputs.empty() && op_output.defined()) << "schedule_anchor_cpu: no outputs or no anchor";
+  te::Tensor anchor = accumulation_of(op_output);
   std::string kind = anchor_template_name(anchor);
   if (kind == "generic") return schedule_generic_cpu(outputs);
   Schedule s = create(outputs);

@@ -7,6 +7,7 @@
 
 #include "kiln/relay/error.h"
 #include "kiln/support/error.h"
+#include "kiln/te/ops/elemwise.h"
 #include "kiln/te/ops/nn_conv.h"
 #include "kiln/te/reduce.h"
 
@@ -107,14 +108,23 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {
   };
   if (shape.empty()) shape.push_back(1);  // vector . vector: a one-element result
   bool scalar_result = a_vec && b_vec && rbatch == 0;
-  return compute(shape, [&](const std::vector<Var>& v) {
+  // float16/bfloat16 products accumulate in float32 and round once (as numpy and onnxruntime
+  // do): a float16 running sum loses a bit per addition. The cast is a stage of its own, which
+  // the anchor template finds by the ".acc" name and inlines into the output.
+  ir::DataType acc_t = compute_type(a.dtype());
+  bool widen = acc_t != a.dtype();
+  Tensor acc = compute(shape, [&](const std::vector<Var>& v) {
     Expr i = a_vec ? Expr(0) : Expr(v[rbatch]);
     Expr j = b_vec ? Expr(0) : Expr(v[rbatch + (a_vec ? 0 : 1)]);
     if (scalar_result) i = j = Expr(0);
     std::vector<Expr> ai = operand_index(v, ra, sa, a_vec, i, rk);
     std::vector<Expr> bi = operand_index(v, rb, sb, false, rk, j);
     if (b_vec) bi.pop_back();
-    return te::sum(a(ai) * b(bi), {rk});
+    return te::sum(ir::cast(acc_t, a(ai)) * ir::cast(acc_t, b(bi)), {rk});
+  }, widen ? name + ".acc" : name);
+  if (!widen) return acc;
+  return compute(shape, [&](const std::vector<Var>& v) {
+    return ir::cast(a.dtype(), acc(std::vector<Expr>(v.begin(), v.end())));
   }, name);
 }
 

@@ -1,6 +1,7 @@
 #include "kiln/te/ops/nn_norm.h"
 
 #include "kiln/support/error.h"
+#include "kiln/te/ops/elemwise.h"
 #include "kiln/te/reduce.h"
 
 namespace kiln::te::ops {
@@ -189,10 +190,12 @@ SoftmaxParts softmax_parts(const Tensor& x, int64_t axis, bool keep_exp, const s
   p.reduced[axis] = true;
   p.max = reduce_dims(x, p.reduced, [](Expr e, std::vector<ir::IterVar> ax) { return te::max(e, ax); },
                       [&](const std::vector<Expr>& i) { return x(i); }, name + ".max");
+  // exp and its sum in compute_type: a float16 running sum loses a bit per addition.
+  ir::DataType ct = compute_type(x.dtype());
   auto shifted_exp = [&](const std::vector<Expr>& i) {
     std::vector<Expr> s = i;
     s[axis] = Expr(0);
-    return ir::make_intrinsic("exp", {x(i) - p.max(s)});
+    return ir::make_intrinsic("exp", {ir::cast(ct, x(i)) - ir::cast(ct, p.max(s))});
   };
   auto sum = [](Expr e, std::vector<ir::IterVar> ax) { return te::sum(e, ax); };
   if (keep_exp) {
@@ -209,7 +212,7 @@ SoftmaxParts softmax_parts(const Tensor& x, int64_t axis, bool keep_exp, const s
 Tensor softmax(const Tensor& x, int64_t axis, const std::string& name) {
   SoftmaxParts p = softmax_parts(x, axis, true, name);
   return compute(x.shape(), [&](const std::vector<Var>& v) {
-    return p.exp(as_exprs(v)) / p.sum(stat_index(v, p.reduced));
+    return ir::cast(x.dtype(), p.exp(as_exprs(v)) / p.sum(stat_index(v, p.reduced)));
   }, name);
 }
 
@@ -217,7 +220,9 @@ Tensor log_softmax(const Tensor& x, int64_t axis, const std::string& name) {
   SoftmaxParts p = softmax_parts(x, axis, false, name);
   return compute(x.shape(), [&](const std::vector<Var>& v) {
     std::vector<Expr> s = stat_index(v, p.reduced);
-    return x(as_exprs(v)) - p.max(s) - ir::make_intrinsic("log", {p.sum(s)});
+    ir::DataType ct = compute_type(x.dtype());
+    Expr r = ir::cast(ct, x(as_exprs(v))) - ir::cast(ct, p.max(s)) - ir::make_intrinsic("log", {p.sum(s)});
+    return ir::cast(x.dtype(), r);
   }, name);
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/relay/module.h"
+#include "kiln/support/error.h"
 
 namespace kiln::relay {
 
@@ -28,10 +29,27 @@ struct OnnxImportOptions {
   // its value is taken from here; the input stays a graph input for its other uses. The value
   // also fixes the input's shape. Without it, such a model fails: kiln compiles static shapes.
   std::map<std::string, HostTensor> input_values;
+  // Graph inputs bound to constants (static-shape specialization, as binding params in TVM):
+  // every use reads the value and the input leaves the module's signature, so the compiled
+  // module takes only the remaining inputs. `kiln compile --bind` and `kiln check` fill it.
+  std::map<std::string, HostTensor> bind;
   // Calls whose inputs are all constants and whose result has at most this many elements are
   // evaluated during import: this is what makes shape arithmetic static. Bigger ones (weight
   // transposes) are left to the fold_constants pass.
   int64_t fold_limit = 1 << 16;
+};
+
+// Thrown (a kiln::Error) when a node needs a value at compile time (a Pad's pads, a Slice's
+// starts, ...) that depends on graph inputs which are not bound: `inputs` names them, so a
+// caller can bind exactly those (OnnxImportOptions::bind) and import again.
+class CompileTimeInputError : public Error {
+ public:
+  CompileTimeInputError(const std::string& msg, std::vector<std::string> inputs)
+      : Error(msg), inputs_(std::move(inputs)) {}
+  const std::vector<std::string>& inputs() const { return inputs_; }
+
+ private:
+  std::vector<std::string> inputs_;
 };
 
 // Imports a model file.
@@ -40,6 +58,10 @@ Module from_onnx(const std::string& path, const OnnxImportOptions& opts = {});
 // external tensor data files are looked up (empty: the current directory).
 Module from_onnx_bytes(const std::string& bytes, const std::string& origin, const OnnxImportOptions& opts = {},
                        const std::string& model_dir = "");
+
+// The model's graph inputs that are not initializers, in graph order (the order of the
+// input_N.pb files of a test data set), without importing the graph.
+std::vector<std::string> onnx_graph_inputs(const std::string& path);
 
 // The ONNX op types the importer converts, sorted ("Abs", "Add", ...).
 std::vector<std::string> onnx_supported_ops();

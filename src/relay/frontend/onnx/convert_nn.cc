@@ -212,7 +212,11 @@ std::vector<Expr> lp_norm(NodeContext& c) {
   Attrs r = Attrs().set_ints("axes", {axis}).set_int("keepdims", 1);
   Expr norm = p == 1 ? c.call("sum", {c.call("abs", {c.input(0)})}, r)
                      : c.call("sqrt", {c.call("sum", {c.call("multiply", {c.input(0), c.input(0)})}, r)});
-  return {c.call("divide", {c.input(0), norm})};
+  // A zero norm means an all-zero slice, which stays zero (as in onnxruntime and the ONNX
+  // reference outputs): dividing by 1 there instead of 0 avoids 0/0 = NaN.
+  Expr zero = c.scalar(x.dtype, 0), one = c.scalar(x.dtype, 1);
+  Expr safe = c.call("where", {c.call("equal", {norm, zero}), one, norm});
+  return {c.call("divide", {c.input(0), safe})};
 }
 
 }  // namespace

@@ -26,6 +26,15 @@ std::string display_name(const ::onnx::NodeProto& n, int index) {
   return "#" + std::to_string(index) + (n.output_size() ? " (-> " + n.output(0) + ")" : "");
 }
 
+// Sequence, optional and map values are valid ONNX that kiln does not implement.
+void check_tensor_input(const ::onnx::ValueInfoProto& in, const std::string& what) {
+  const auto& t = in.type();
+  const char* kind = t.has_sequence_type() ? "a sequence" : t.has_optional_type() ? "an optional"
+                     : t.has_map_type()    ? "a map"      : t.has_sparse_tensor_type() ? "a sparse tensor" : nullptr;
+  KILN_SUPPORTED(kind == nullptr) << what << " is " << kind << "; kiln compiles tensor inputs only";
+  KILN_USER_CHECK(t.has_tensor_type()) << what << " has no tensor type";
+}
+
 class Importer {
  public:
   Importer(const ::onnx::ModelProto& model, std::string origin, const OnnxImportOptions& opts, std::string model_dir)
@@ -122,22 +131,28 @@ class Importer {
       KILN_USER_CHECK(names.count(name)) << origin_ << ": a shape is given for '" << name << "', which is not a model input";
     for (const auto& [name, value] : opts_.input_values)
       KILN_USER_CHECK(names.count(name)) << origin_ << ": a value is given for '" << name << "', which is not a model input";
+    for (const auto& [name, value] : opts_.bind)
+      KILN_USER_CHECK(names.count(name) && !values_.count(name))
+          << origin_ << ": cannot bind '" << name << "': the model has no graph input of that name";
     for (const auto& in : graph_.input()) {
       if (values_.count(in.name())) continue;  // an initializer listed as an input (old exporters)
       std::string what = origin_ + ": graph input '" + in.name() + "'";
-      KILN_USER_CHECK(in.type().has_tensor_type()) << what << " is not a tensor";
+      check_tensor_input(in, what);
       const auto& tt = in.type().tensor_type();
       DataType dtype = dtype_from_onnx(tt.elem_type(), what);
       // A shape given by the user (input_shapes, or the shape of a given value) overrides
       // symbolic dims and must agree with static ones.
       const Shape* given = nullptr;
       if (auto it = opts_.input_shapes.find(in.name()); it != opts_.input_shapes.end()) given = &it->second;
-      if (auto it = opts_.input_values.find(in.name()); it != opts_.input_values.end()) {
-        KILN_USER_CHECK(it->second.dtype() == dtype)
-            << what << " is " << dtype.str() << ", its given value " << it->second.dtype().str();
-        KILN_USER_CHECK(!given || *given == it->second.shape())
+      const HostTensor* value = nullptr;
+      if (auto it = opts_.input_values.find(in.name()); it != opts_.input_values.end()) value = &it->second;
+      if (auto it = opts_.bind.find(in.name()); it != opts_.bind.end()) value = &it->second;
+      if (value) {
+        KILN_USER_CHECK(value->dtype() == dtype)
+            << what << " is " << dtype.str() << ", its given value " << value->dtype().str();
+        KILN_USER_CHECK(!given || *given == value->shape())
             << what << ": the given shape and the given value's shape differ";
-        given = &it->second.shape();
+        given = &value->shape();
       }
       Shape shape;
       if (tt.has_shape()) {
@@ -157,6 +172,10 @@ class Importer {
         KILN_USER_CHECK(fits) << what << " has shape " << shape_str(shape) << " (-1: symbolic); the given shape "
                               << shape_str(*given) << " does not fit it";
         shape = *given;
+      }
+      if (opts_.bind.count(in.name())) {  // specialized: a constant everywhere, no longer an input
+        values_[in.name()] = make_constant(*value);
+        continue;
       }
       Expr v = make_var(in.name(), tensor_type(dtype, shape));
       params_.push_back(v);
@@ -186,6 +205,8 @@ class Importer {
       outs = converters().at(node.op_type())(ctx);
     } catch (const UnsupportedError& e) {
       throw UnsupportedError(where + ": " + e.what());
+    } catch (const CompileTimeInputError& e) {
+      throw CompileTimeInputError(where + ": " + e.what(), e.inputs());
     } catch (const Error& e) {
       throw Error(where + ": " + e.what());
     }
@@ -215,24 +236,49 @@ class Importer {
 
 }  // namespace
 
-Module from_onnx_bytes(const std::string& bytes, const std::string& origin, const OnnxImportOptions& opts,
-                       const std::string& model_dir) {
+namespace {
+::onnx::ModelProto parse_model(const std::string& bytes, const std::string& origin) {
   ::onnx::ModelProto model;
   // Protobuf accepts many byte strings; a model without a graph or an opset is not a model.
   KILN_USER_CHECK(model.ParseFromString(bytes) && model.has_graph() && model.opset_import_size() > 0)
       << origin << ": not an ONNX model (cannot parse a ModelProto with a graph and an opset)";
-  return Importer(model, origin, opts, model_dir).run();
+  return model;
 }
 
-Module from_onnx(const std::string& path, const OnnxImportOptions& opts) {
+std::string read_model_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   KILN_USER_CHECK(in.good()) << "cannot open ONNX model '" << path << "'";
   std::stringstream ss;
   ss << in.rdbuf();
   KILN_USER_CHECK(!in.bad()) << "cannot read ONNX model '" << path << "'";
+  return ss.str();
+}
+}  // namespace
+
+Module from_onnx_bytes(const std::string& bytes, const std::string& origin, const OnnxImportOptions& opts,
+                       const std::string& model_dir) {
+  ::onnx::ModelProto model = parse_model(bytes, origin);
+  return Importer(model, origin, opts, model_dir).run();
+}
+
+Module from_onnx(const std::string& path, const OnnxImportOptions& opts) {
+  std::string bytes = read_model_file(path);
   size_t slash = path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
-  return from_onnx_bytes(ss.str(), "'" + path + "'", opts, dir);
+  return from_onnx_bytes(bytes, "'" + path + "'", opts, dir);
+}
+
+std::vector<std::string> onnx_graph_inputs(const std::string& path) {
+  ::onnx::ModelProto model = parse_model(read_model_file(path), "'" + path + "'");
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto& in : model.graph().input()) {
+    if (inits.count(in.name())) continue;
+    check_tensor_input(in, "'" + path + "': graph input '" + in.name() + "'");
+    names.push_back(in.name());
+  }
+  return names;
 }
 
 std::vector<std::string> onnx_supported_ops() {

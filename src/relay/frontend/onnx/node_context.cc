@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <sstream>
 
 #include "convert.h"
 #include "kiln/relay/evaluate.h"
@@ -65,16 +66,27 @@ std::optional<HostTensor> NodeContext::const_input(size_t i) const {
 HostTensor NodeContext::require_const(size_t i, const char* role) const {
   input(i, role);
   auto v = const_input(i);
-  if (!v) {
-    if (const auto* var = inputs_[i].as<VarNode>()) {
-      KILN_THROW() << "input " << i << " (" << role << ") is graph input '" << var->name
-                   << "', whose value is needed at compile time (kiln compiles static shapes only): give it as a "
-                      "compile-time input value";
-    }
-    KILN_THROW() << "input " << i << " (" << role
-                 << ") must be a compile-time constant (kiln compiles static shapes only)";
+  if (v) return *v;
+  // Not constant: it depends on graph inputs (the importer's only vars). Name them, so the
+  // caller can bind exactly those and import again; binding them makes this input fold.
+  std::vector<std::string> needed;
+  for (const Expr& e : post_order({inputs_[i]}))
+    if (const auto* var = e.as<VarNode>()) needed.push_back(var->name);
+  std::ostringstream os;
+  os << "input " << i << " (" << role << ") ";
+  if (const auto* var = inputs_[i].as<VarNode>()) {
+    os << "is graph input '" << var->name << "', whose value";
+  } else {
+    os << "is computed from graph input" << (needed.size() > 1 ? "s " : " ");
+    for (size_t k = 0; k < needed.size(); ++k) os << (k ? ", " : "") << "'" << needed[k] << "'";
+    os << ", and its value";
   }
-  return *v;
+  os << " is needed at compile time (kiln compiles static shapes only): bind "
+     << (needed.size() > 1 ? "them" : "it") << " to a value at compile time";
+  // A non-constant without graph inputs (a value too big to fold) cannot be fixed by binding.
+  if (needed.empty()) KILN_THROW() << "input " << i << " (" << role << ") must be a compile-time constant "
+                                   << "(kiln compiles static shapes only)";
+  throw CompileTimeInputError(os.str(), needed);
 }
 
 std::vector<int64_t> NodeContext::const_ints(size_t i, const char* role) const {
