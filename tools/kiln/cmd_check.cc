@@ -94,8 +94,13 @@ bool same_value(const relay::HostTensor& a, const relay::HostTensor& b) {
 // (updating `worst_why`). Inputs in `bound` were compiled in and are not fed.
 double run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
                 const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol,
-                std::string* worst_why) {
-  CompiledModel compiled = compile(m, CompileOptions{});
+                const std::string& tuning_log, std::string* worst_why) {
+  CompileOptions copts;
+  copts.tuning_log = tuning_log;
+  CompiledModel compiled = compile(m, copts);
+  if (!tuning_log.empty())  // what the log changed is worth seeing; the other notes are compile's business
+    for (const std::string& note : compiled.notes)
+      if (note.find("tuning") != std::string::npos) std::cerr << "note: " << note << "\n";
   // One file per compiled module: a data-set group must not dlopen its predecessor's library.
   static int serial = 0;
   fs::path so = fs::temp_directory_path() /
