@@ -68,13 +68,35 @@ def gpt2_tiny():
 
 
 # One or two of each torchvision classification family (the largest members only add size).
+def llama_tiny():
+    """A LLaMA-style decoder: RMSNorm, rotary position embeddings, SiLU-gated MLP."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                      use_cache=False, attn_implementation="eager", bos_token_id=0, eos_token_id=0)
+    ids = torch.randint(0, cfg.vocab_size, (1, 32))
+    mask = torch.ones(1, 32, dtype=torch.int64)
+    return FirstOutput(LlamaForCausalLM(cfg), "logits"), [ids, mask]
+
+
+def distilbert_tiny():
+    from transformers import DistilBertConfig, DistilBertModel
+    cfg = DistilBertConfig(vocab_size=1000, dim=64, n_layers=2, n_heads=2, hidden_dim=128,
+                           max_position_embeddings=64, attn_implementation="eager")
+    ids = torch.randint(0, cfg.vocab_size, (1, 32))
+    mask = torch.ones(1, 32, dtype=torch.int64)
+    mask[0, 24:] = 0
+    return FirstOutput(DistilBertModel(cfg), "last_hidden_state"), [ids, mask]
+
+
 MODELS = {n: torchvision_model(n) for n in [
     "resnet50", "mobilenet_v3_small", "efficientnet_b0", "densenet121", "regnet_y_400mf",
     "shufflenet_v2_x1_0", "convnext_tiny", "vit_b_16",
     "alexnet", "vgg11_bn", "googlenet", "inception_v3", "mnasnet0_5", "resnext50_32x4d",
     "squeezenet1_0", "mobilenet_v3_large", "efficientnet_v2_s", "regnet_x_400mf",
     "swin_t", "swin_v2_t", "maxvit_t"]}
-MODELS.update({"bert_tiny": bert_tiny, "gpt2_tiny": gpt2_tiny})
+MODELS.update({"bert_tiny": bert_tiny, "gpt2_tiny": gpt2_tiny, "llama_tiny": llama_tiny,
+               "distilbert_tiny": distilbert_tiny})
 
 
 def randomise_weights(model, inputs):
@@ -109,7 +131,7 @@ def write_pb(array, path):
         f.write(numpy_helper.from_array(np.ascontiguousarray(array)).SerializeToString())
 
 
-def export(name, out_dir):
+def export(name, out_dir, dynamo=False):
     torch.manual_seed(0)
     model, inputs = MODELS[name]()
     model.eval()
@@ -119,12 +141,12 @@ def export(name, out_dir):
         # rounding error, which on deep nets (inception_v3) is already ~0.9 of kiln check's atol.
         ref = copy.deepcopy(model).double()
         expected = ref(*[x.double() if x.is_floating_point() else x for x in inputs]).float()
-    case = os.path.join(out_dir, name)
+    case = os.path.join(out_dir, name + ("_dynamo" if dynamo else ""))
     data = os.path.join(case, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
     names = [f"input_{i}" for i in range(len(inputs))]
     torch.onnx.export(model, tuple(inputs), os.path.join(case, "model.onnx"), opset_version=17,
-                      input_names=names, output_names=["output"], dynamo=False)
+                      input_names=names, output_names=["output"], dynamo=dynamo)
     for i, x in enumerate(inputs):
         write_pb(x.numpy(), os.path.join(data, f"input_{i}.pb"))
     write_pb(expected.numpy(), os.path.join(data, "output_0.pb"))
@@ -135,11 +157,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="where the case folders go (not the repository)")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated; known: " + ", ".join(MODELS))
+    p.add_argument("--dynamo", action="store_true",
+                   help="use the torch.export-based exporter (the default of torch.onnx.export in torch 2.15), into OUT/NAME_dynamo")
     a = p.parse_args()
     failed = []
     for name in a.models.split(","):
         try:
-            export(name, a.out)
+            export(name, a.out, a.dynamo)
         except Exception as e:  # one model failing to export must not hide the others
             print(f"{name}: export failed: {e}", file=sys.stderr)
             failed.append(name)
