@@ -36,14 +36,16 @@ def torchvision_model(name):
 
 class FirstOutput(torch.nn.Module):
     """transformers models return dataclasses; export only the main tensor. Inputs go by keyword
-    (ids, attention mask) since the positional order differs between models."""
+    (the positional order differs between models): ids, attention mask, and for encoder-decoder
+    models the decoder's ids."""
 
     def __init__(self, model, key):
         super().__init__()
         self.model, self.key = model, key
 
-    def forward(self, input_ids, attention_mask):
-        return getattr(self.model(input_ids=input_ids, attention_mask=attention_mask), self.key)
+    def forward(self, input_ids, attention_mask, decoder_input_ids=None):
+        kw = {} if decoder_input_ids is None else {"decoder_input_ids": decoder_input_ids}
+        return getattr(self.model(input_ids=input_ids, attention_mask=attention_mask, **kw), self.key)
 
 
 def bert_tiny():
@@ -89,6 +91,30 @@ def distilbert_tiny():
     return FirstOutput(DistilBertModel(cfg), "last_hidden_state"), [ids, mask]
 
 
+def t5_tiny():
+    """An encoder-decoder: relative position buckets, RMS-style layer norm, cross-attention."""
+    from transformers import T5Config, T5ForConditionalGeneration
+    cfg = T5Config(vocab_size=1000, d_model=64, d_kv=32, d_ff=128, num_layers=2, num_heads=2,
+                   use_cache=False, decoder_start_token_id=0, attn_implementation="eager")
+    ids = torch.randint(0, cfg.vocab_size, (1, 32))
+    mask = torch.ones(1, 32, dtype=torch.int64)
+    mask[0, 28:] = 0
+    dec = torch.randint(0, cfg.vocab_size, (1, 16))
+    return FirstOutput(T5ForConditionalGeneration(cfg), "logits"), [ids, mask, dec]
+
+
+def bart_tiny():
+    from transformers import BartConfig, BartForConditionalGeneration
+    cfg = BartConfig(vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2,
+                     encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
+                     decoder_ffn_dim=128, max_position_embeddings=64, use_cache=False,
+                     attn_implementation="eager")
+    ids = torch.randint(3, cfg.vocab_size, (1, 32))
+    mask = torch.ones(1, 32, dtype=torch.int64)
+    dec = torch.randint(3, cfg.vocab_size, (1, 16))
+    return FirstOutput(BartForConditionalGeneration(cfg), "logits"), [ids, mask, dec]
+
+
 MODELS = {n: torchvision_model(n) for n in [
     "resnet50", "mobilenet_v3_small", "efficientnet_b0", "densenet121", "regnet_y_400mf",
     "shufflenet_v2_x1_0", "convnext_tiny", "vit_b_16",
@@ -96,7 +122,7 @@ MODELS = {n: torchvision_model(n) for n in [
     "squeezenet1_0", "mobilenet_v3_large", "efficientnet_v2_s", "regnet_x_400mf",
     "swin_t", "swin_v2_t", "maxvit_t"]}
 MODELS.update({"bert_tiny": bert_tiny, "gpt2_tiny": gpt2_tiny, "llama_tiny": llama_tiny,
-               "distilbert_tiny": distilbert_tiny})
+               "distilbert_tiny": distilbert_tiny, "t5_tiny": t5_tiny, "bart_tiny": bart_tiny})
 
 
 def randomise_weights(model, inputs):
