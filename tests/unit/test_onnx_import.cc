@@ -226,6 +226,17 @@ TEST_CASE("graph inputs are listed without importing; non-tensor inputs are unsu
   REQUIRE_THROWS_WITH(import(sm), Contains("graph input 's' is a sequence; kiln compiles tensor inputs only"));
 }
 
+TEST_CASE("zero-size Split parts are empty constants and Concat drops them", "[onnx]") {
+  // The rotary-embedding pattern: split off an empty "not rotated" part, concatenate it back.
+  std::string m = model(13,
+                        {node("Split", {"x", "sizes"}, {"a", "e"}, "split1", {attr_i("axis", 1)}),
+                         node("Neg", {"a"}, {"n"}), node("Concat", {"n", "e"}, {"y"}, "concat1", {attr_i("axis", 1)})},
+                        {value("x", FLOAT, {2, 4})}, {value("y", FLOAT, {})}, {tensor_i64("sizes", {2}, {4, 0})});
+  std::string text = print(m);
+  CHECK_THAT(text, !Contains("split") && !Contains("concatenate"));  // x is all of part a; e adds nothing
+  CHECK(out_type(m) == "float32[2,4]");
+}
+
 TEST_CASE("symbolic input dims need a given shape", "[onnx]") {
   std::string m = one_node(13, node("Relu", {"x"}, {"y"}), {-1, 3});
   REQUIRE_THROWS_WITH(import(m), Contains("graph input 'x' has a symbolic dim 0 'N': give its shape"));
