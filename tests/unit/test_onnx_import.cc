@@ -226,7 +226,7 @@ TEST_CASE("graph inputs are listed without importing; non-tensor inputs are unsu
   REQUIRE_THROWS_WITH(import(sm), Contains("graph input 's' is a sequence; kiln compiles tensor inputs only"));
 }
 
-TEST_CASE("zero-size Split parts are empty constants and Concat drops them", "[onnx]") {
+TEST_CASE("empty results are constants: zero-size Split parts, a Slice past the end; Concat drops them", "[onnx]") {
   // The rotary-embedding pattern: split off an empty "not rotated" part, concatenate it back.
   std::string m = model(13,
                         {node("Split", {"x", "sizes"}, {"a", "e"}, "split1", {attr_i("axis", 1)}),
@@ -235,6 +235,9 @@ TEST_CASE("zero-size Split parts are empty constants and Concat drops them", "[o
   std::string text = print(m);
   CHECK_THAT(text, !Contains("split") && !Contains("concatenate"));  // x is all of part a; e adds nothing
   CHECK(out_type(m) == "float32[2,4]");
+  // A Slice past the end has no elements: a constant, not a kernel.
+  std::string sl = one_node(13, node("Slice", {"x", "st", "en"}, {"y"}), {2, 4}, {tensor_i64("st", {1}, {5}), tensor_i64("en", {1}, {9})});
+  CHECK_THAT(print(sl), Contains("float32[0,4]") && !Contains("strided_slice"));
 }
 
 TEST_CASE("symbolic input dims need a given shape", "[onnx]") {
