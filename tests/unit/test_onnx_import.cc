@@ -238,6 +238,9 @@ TEST_CASE("empty results are constants: zero-size Split parts, a Slice past the 
   // A Slice past the end has no elements: a constant, not a kernel.
   std::string sl = one_node(13, node("Slice", {"x", "st", "en"}, {"y"}), {2, 4}, {tensor_i64("st", {1}, {5}), tensor_i64("en", {1}, {9})});
   CHECK_THAT(print(sl), Contains("float32[0,4]") && !Contains("strided_slice"));
+  // An input with no elements is read as an empty constant: a reduction over it folds.
+  std::string rs = one_node(13, node("ReduceSum", {"x"}, {"y"}, "", {attr_i("keepdims", 0)}), {2, 0});
+  CHECK_THAT(print(rs), Contains("fn (%x: float32[2,0]) -> float32[]") && Contains("return 0f"));
 }
 
 TEST_CASE("symbolic input dims need a given shape", "[onnx]") {
