@@ -88,3 +88,13 @@ marker = struct.pack("<4I", 0x4B1D4B1D, 0x4B1D4B1E, 0x4B1D4B1F, 0x4B1D4B20)
 write("fixtures/add_weight.onnx", model([node("Add", ["x", "w"], ["y"], "add1")],
                                         [value_info("x", FLOAT, [4])], [value_info("y", FLOAT, [4])],
                                         inits=[tensor("w", FLOAT, [4], marker)]))
+
+# The same model with wrong expected outputs in both data sets, set 0 further off than set 1:
+# the failure must be reported at set 0 (the worst over both compiled modules).
+for s, dims, wrong in ((0, [3, 4], lambda v: v + 1.0), (1, [4, 3], lambda v: v * 1.01)):
+    d = "fixtures/reshape_case_wrong/test_data_set_%d" % s
+    os.makedirs(d, exist_ok=True)
+    write(d + "/input_0.pb", tensor("x", FLOAT, [2, 6], xs))
+    write(d + "/input_1.pb", tensor("shape", INT64, [2], struct.pack("<2q", *dims)))
+    write(d + "/output_0.pb", tensor("y", FLOAT, dims, struct.pack("<12f", *[wrong(i - 5.5) for i in range(12)])))
+write("fixtures/reshape_case_wrong/model.onnx", reshape)
