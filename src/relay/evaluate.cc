@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "kiln/relay/op.h"
@@ -211,6 +212,24 @@ HostTensor eval_reduce(const CallNode& call, const HostTensor& x, const TensorTy
     }
     seen[o] = true;
   });
+  // max/min over an empty set: the identity, as ONNX says (-inf / +inf, or the type's extreme
+  // value for integers), not 0.
+  if (op == "max" || op == "min") {
+    DataType t = x.dtype();
+    bool is_max = op == "max";
+    int64_t lo = 0, hi = std::numeric_limits<int64_t>::max();
+    if (!t.is_floating() && t.bits < 64) {
+      lo = t.is_uint() || t.is_bool() ? 0 : -(int64_t{1} << (t.bits - 1));
+      hi = t.is_uint() || t.is_bool() ? (int64_t{1} << t.bits) - 1 : (int64_t{1} << (t.bits - 1)) - 1;
+    } else if (!t.is_floating()) {
+      lo = t.is_uint() ? 0 : std::numeric_limits<int64_t>::min();
+    }
+    for (int64_t o = 0; o < n_out; ++o) {
+      if (seen[o]) continue;
+      acc[o] = is_max ? -INFINITY : INFINITY;
+      iacc[o] = is_max ? lo : hi;
+    }
+  }
   int64_t count = num_elements(in) / std::max<int64_t>(n_out, 1);
   if (as_int) {
     if (op == "mean")

@@ -226,6 +226,23 @@ TEST_CASE("graph inputs are listed without importing; non-tensor inputs are unsu
   REQUIRE_THROWS_WITH(import(sm), Contains("graph input 's' is a sequence; kiln compiles tensor inputs only"));
 }
 
+TEST_CASE("empty results are constants: zero-size Split parts, a Slice past the end; Concat drops them", "[onnx]") {
+  // The rotary-embedding pattern: split off an empty "not rotated" part, concatenate it back.
+  std::string m = model(13,
+                        {node("Split", {"x", "sizes"}, {"a", "e"}, "split1", {attr_i("axis", 1)}),
+                         node("Neg", {"a"}, {"n"}), node("Concat", {"n", "e"}, {"y"}, "concat1", {attr_i("axis", 1)})},
+                        {value("x", FLOAT, {2, 4})}, {value("y", FLOAT, {})}, {tensor_i64("sizes", {2}, {4, 0})});
+  std::string text = print(m);
+  CHECK_THAT(text, !Contains("split") && !Contains("concatenate"));  // x is all of part a; e adds nothing
+  CHECK(out_type(m) == "float32[2,4]");
+  // A Slice past the end has no elements: a constant, not a kernel.
+  std::string sl = one_node(13, node("Slice", {"x", "st", "en"}, {"y"}), {2, 4}, {tensor_i64("st", {1}, {5}), tensor_i64("en", {1}, {9})});
+  CHECK_THAT(print(sl), Contains("float32[0,4]") && !Contains("strided_slice"));
+  // An input with no elements is read as an empty constant: a reduction over it folds.
+  std::string rs = one_node(13, node("ReduceSum", {"x"}, {"y"}, "", {attr_i("keepdims", 0)}), {2, 0});
+  CHECK_THAT(print(rs), Contains("fn (%x: float32[2,0]) -> float32[]") && Contains("return 0f"));
+}
+
 TEST_CASE("symbolic input dims need a given shape", "[onnx]") {
   std::string m = one_node(13, node("Relu", {"x"}, {"y"}), {-1, 3});
   REQUIRE_THROWS_WITH(import(m), Contains("graph input 'x' has a symbolic dim 0 'N': give its shape"));

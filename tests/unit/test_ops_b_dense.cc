@@ -103,7 +103,7 @@ TEST_CASE("einsum: matmul-like equations, transposes, ellipsis; repeated labels 
   CHECK_THROWS_WITH(te::ops::einsum("i->ii", {x}), Catch::Contains("i->ii") && Catch::Contains("repeats"));
 }
 
-TEST_CASE("float16 matmul and softmax accumulate in float32", "[ops_b]") {
+TEST_CASE("float16 matmul, dense and softmax accumulate in float32", "[ops_b]") {
   // A float16 running sum stops growing at 2048 (2048 + 1 rounds back to 2048): summing 4096
   // ones must still give 4096, as numpy and onnxruntime do (they accumulate in float32).
   const auto f16 = relay::DataType::f16();
@@ -112,6 +112,8 @@ TEST_CASE("float16 matmul and softmax accumulate in float32", "[ops_b]") {
   HostTensor b = HostTensor::from_doubles(f16, {k, 8}, std::vector<double>(k * 8, 1.0));
   HostTensor want = HostTensor::from_doubles(f16, {2, 8}, std::vector<double>(16, double(k)));
   CHECK(check_op("nn.matmul", {a, b}, Attrs(), {want}, 0, 0) == "");
+  HostTensor w = HostTensor::from_doubles(f16, {8, k}, std::vector<double>(k * 8, 1.0));
+  CHECK(check_op("nn.dense", {a, w}, Attrs(), {want}, 0, 0) == "");
   // softmax of equal values is 1/k each: with a float16 sum it would be 1/2048.
   HostTensor z = HostTensor::from_doubles(f16, {2, k}, std::vector<double>(2 * k, 0.0));
   HostTensor uniform = HostTensor::from_doubles(f16, {2, k}, std::vector<double>(2 * k, 1.0 / k));

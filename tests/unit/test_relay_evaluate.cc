@@ -115,6 +115,13 @@ TEST_CASE("reductions, casts, where, clip and full", "[relay]") {
         std::vector<double>{4, -10, -18});
   CHECK(eval("mean", {i64({4}, {1, 2, 3, 5})}, Attrs().set_ints("axes", {0}).set_int("keepdims", 0)).to_int64s() ==
         std::vector<int64_t>{2});
+  // Over an empty set: the identity (ONNX ReduceMax/ReduceMin of an empty axis give -inf/+inf).
+  Attrs empty_axis = Attrs().set_ints("axes", {1}).set_int("keepdims", 0);
+  CHECK(eval("max", {f32({2, 0}, {})}, empty_axis).to_doubles() == std::vector<double>{-INFINITY, -INFINITY});
+  CHECK(eval("min", {f32({2, 0}, {})}, empty_axis).to_doubles() == std::vector<double>{INFINITY, INFINITY});
+  CHECK(eval("sum", {f32({2, 0}, {})}, empty_axis).to_doubles() == std::vector<double>{0, 0});
+  CHECK(eval("max", {HostTensor::from_int64s(DataType::i32(), {1, 0}, {})}, empty_axis).to_int64s() ==
+        std::vector<int64_t>{INT32_MIN});
   CHECK(eval("cast", {f32({3}, {2.7, -2.7, 1e10})}, Attrs().set_str("dtype", "int32")).to_int64s() ==
         std::vector<int64_t>{2, -2, static_cast<int32_t>(static_cast<int64_t>(1e10))});
   CHECK(eval("cast", {i64({1}, {(int64_t(1) << 53) + 1})}, Attrs().set_str("dtype", "int64")).to_int64s()[0] ==

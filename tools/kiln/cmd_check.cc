@@ -1,8 +1,8 @@
 // kiln check CASE_DIR [--tuning-log LOG]: compiles CASE_DIR/model.onnx into a .so, runs every test_data_set_* with
 // it through the runtime, and compares each output with its expected .pb. Inputs the importer
 // needs at compile time (a Pad's pads) are bound from each data set; sets that differ in them
-// compile once each. Prints PASS or FAIL with the worst error and the tolerances; exit 0 on pass, 1 on a mismatch, 3 (kUnsupported)
-// when the model uses something kiln does not implement.
+// compile once each. Prints PASS or FAIL with the worst error and the tolerances; exit 0 on
+// pass, 1 on a mismatch, 3 (kUnsupported) when the model uses something kiln does not implement.
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,11 +90,12 @@ bool same_value(const relay::HostTensor& a, const relay::HostTensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::equal(a.data(), a.data() + a.nbytes(), b.data());
 }
 
-// Compiles `m` into a temporary .so, runs `sets` through it and returns the worst error ratio
-// (updating `worst_why`). Inputs in `bound` were compiled in and are not fed.
-double run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
-                const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol,
-                const std::string& tuning_log, std::string* worst_why) {
+// Compiles `m` into a temporary .so and runs `sets` through it, raising `worst` (the worst error
+// ratio over all groups so far) and saying where in `worst_why`. Inputs in `bound` were
+// compiled in and are not fed.
+void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
+              const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol, double* worst,
+              const std::string& tuning_log, std::string* worst_why) {
   CompileOptions copts;
   copts.tuning_log = tuning_log;
   CompiledModel compiled = compile(m, copts);
@@ -115,7 +116,6 @@ double run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
   KILN_CHECK(static_cast<size_t>(loaded.num_inputs()) + bound.size() == sets[0]->inputs.size())
       << "the module takes " << loaded.num_inputs() << " inputs after binding " << bound.size() << " of "
       << sets[0]->inputs.size();
-  double worst = 0;
   for (const DataSet* set : sets) {
     KILN_USER_CHECK(static_cast<int>(set->outputs.size()) == loaded.num_outputs())
         << set->dir.filename().string() << " has " << set->outputs.size() << " outputs, the model gives "
@@ -127,13 +127,12 @@ double run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
       std::string why;
       double r = worst_ratio(loaded.output(static_cast<int>(i)), relay::load_tensor_pb(set->outputs[i].string()).value,
                              rtol, atol, &why);
-      if (r > worst || (worst == 0 && worst_why->empty())) {
-        worst = r;
+      if (r > *worst || worst_why->empty()) {
+        *worst = std::max(*worst, r);
         *worst_why = set->dir.filename().string() + "/" + set->outputs[i].filename().string() + " " + why;
       }
     }
   }
-  return worst;
 }
 
 int check_case(const fs::path& dir, double rtol, double atol, const std::string& tuning_log) {
@@ -182,7 +181,7 @@ int check_case(const fs::path& dir, double rtol, double atol, const std::string&
                   << sets[first].inputs.at(bound_names[i]).second.filename().string();
       std::cout << (group.size() > 1 ? " (" + std::to_string(group.size()) + " data sets)" : "") << "\n";
     }
-    worst = std::max(worst, run_sets(m, group, opts.bind, rtol, atol, tuning_log, &worst_why));
+    run_sets(m, group, opts.bind, rtol, atol, tuning_log, &worst, &worst_why);
   }
   bool pass = worst <= 1.0;
   std::cout << (pass ? "PASS " : "FAIL ") << dir.filename().string() << ": worst error " << worst

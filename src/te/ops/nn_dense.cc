@@ -31,9 +31,13 @@ namespace {
 Tensor dense_core(const Tensor& x, const Tensor& wp, int64_t n, const std::string& name) {
   int64_t m = x.shape()[0], k = x.shape()[1], nb = wp.shape()[0], nr = wp.shape()[2];
   auto rk = reduce_axis(k, "k");
-  Tensor blk = compute({m, nb, nr}, [&](Var i, Var jo, Var ji) { return te::sum(x(i, rk) * wp(jo, rk, ji), {rk}); },
-                       name + kBlockedSuffix, {"i", "jo", "ji"});
-  return compute({m, n}, [&](Var i, Var j) { return blk(i, j / c32(nr), j % c32(nr)); }, name, {"i", "j"});
+  // float16 sums in float32 (as batch_matmul): the unpacking stage rounds once.
+  ir::DataType acc_t = compute_type(x.dtype());
+  Tensor blk = compute({m, nb, nr}, [&](Var i, Var jo, Var ji) {
+    return te::sum(ir::cast(acc_t, x(i, rk)) * ir::cast(acc_t, wp(jo, rk, ji)), {rk});
+  }, name + kBlockedSuffix, {"i", "jo", "ji"});
+  return compute({m, n}, [&](Var i, Var j) { return ir::cast(x.dtype(), blk(i, j / c32(nr), j % c32(nr))); }, name,
+                 {"i", "j"});
 }
 }  // namespace
 

@@ -87,6 +87,8 @@ void set_lowering(const std::string& op, FLower f) {
       return outs;
     } catch (const InternalError&) {
       throw;
+    } catch (const UnsupportedError& e) {  // keeps its kind: tools report it with status 3
+      throw UnsupportedError(with_context(op, attrs, e.what()));
     } catch (const Error& e) {
       throw Error(with_context(op, attrs, e.what()));
     }

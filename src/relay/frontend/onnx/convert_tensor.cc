@@ -106,6 +106,15 @@ std::vector<Expr> concat(NodeContext& c) {
   for (size_t i = 0; i < c.num_inputs(); ++i) args.push_back(c.input(i));
   KILN_USER_CHECK(!args.empty()) << "needs at least one input";
   int64_t axis = normalize_axis_for(c.attr_int("axis"), args[0].tensor_type().rank(), c);
+  // Parts with no elements along the axis add nothing (a rotary embedding over the whole head
+  // concatenates an empty "not rotated" part): dropping them keeps empty tensors out of kernels.
+  std::vector<Expr> nonempty;
+  for (const Expr& a : args) {
+    const auto& t = a.tensor_type();
+    if (axis >= t.rank() || t.shape[axis] != 0) nonempty.push_back(a);
+  }
+  if (!nonempty.empty() && nonempty.size() < args.size()) args = nonempty;
+  if (args.size() == 1) return {args[0]};
   return {c.call("concatenate", args, Attrs().set_int("axis", axis))};
 }
 
@@ -129,9 +138,24 @@ std::vector<Expr> split(NodeContext& c) {
   }
   KILN_USER_CHECK(static_cast<int64_t>(sizes.size()) == n)
       << "split " << shape_str(sizes) << " does not give the node's " << n << " outputs";
-  Expr parts = c.call("split", {c.input(0)}, Attrs().set_int("axis", axis).set_ints("sizes", sizes));
+  // Zero-size parts are empty constants, split off nothing: kernels have no empty tensors, and
+  // such a part is usually only concatenated back (Concat drops it) or unused.
+  std::vector<int64_t> nonzero;
+  for (int64_t s : sizes)
+    if (s != 0) nonzero.push_back(s);
+  Expr parts;
+  if (nonzero.size() > 1) parts = c.call("split", {c.input(0)}, Attrs().set_int("axis", axis).set_ints("sizes", nonzero));
   std::vector<Expr> outs;
-  for (int64_t i = 0; i < n; ++i) outs.push_back(make_tuple_get_item(parts, static_cast<int>(i)));
+  int part = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (sizes[i] == 0) {
+      Shape empty = x.shape;
+      empty[axis] = 0;
+      outs.push_back(c.constant(HostTensor(x.dtype, empty, std::vector<uint8_t>{})));
+    } else {
+      outs.push_back(parts.defined() ? make_tuple_get_item(parts, part++) : c.input(0));
+    }
+  }
   return outs;
 }
 

@@ -181,6 +181,11 @@ class Importer {
       params_.push_back(v);
       // A bound input stays a param (the model's signature does not change) but nodes read its value.
       values_[in.name()] = bound_.count(in.name()) ? make_constant(opts_.input_values.at(in.name())) : v;
+      // So does an input with no elements: it has no data, so nodes read an empty constant
+      // (a reduction over it folds to its identity; no kernel sees an empty tensor).
+      int64_t elements = 1;
+      for (int64_t d : shape) elements *= d;
+      if (elements == 0) values_[in.name()] = make_constant(HostTensor(dtype, shape, std::vector<uint8_t>{}));
     }
   }
 

@@ -150,6 +150,9 @@ Expr NodeContext::call(const std::string& op, std::vector<Expr> args, Attrs attr
   Expr e = make_call(op, std::move(args), std::move(attrs), name_);
   const auto* c = e.as<CallNode>();
   const auto* t = e.type().as<TensorTypeNode>();
+  // A result with no elements has no data to compute (a Slice past the end): a constant, so
+  // that no kernel sees an empty tensor.
+  if (t && t->num_elements() == 0) return make_constant(HostTensor(t->dtype, t->shape, std::vector<uint8_t>{}));
   if (!t || t->num_elements() > opts_.fold_limit || !can_evaluate(*c->op)) return e;
   std::vector<HostTensor> values;
   for (const Expr& a : c->args) {

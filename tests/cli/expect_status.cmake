@@ -1,0 +1,32 @@
+# Runs a command and checks both its exit status and its output: CTest's WILL_FAIL checks only
+# "non-zero" and PASS_REGULAR_EXPRESSION ignores the status, while a user error must end with
+# its documented status (0 ok, 1 error, 2 usage, 3 unsupported, 70 internal) AND a message
+# naming the culprit.
+#   cmake -DSTATUS=<n> -DREGEX=<regex> [-DWORKDIR=<dir>] -P expect_status.cmake -- <command> <args...>
+set(cmd "")
+set(seen_sep FALSE)
+foreach(i RANGE 1 ${CMAKE_ARGC})
+  if(i EQUAL CMAKE_ARGC)
+    break()
+  endif()
+  if(seen_sep)
+    list(APPEND cmd "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
+    set(seen_sep TRUE)
+  endif()
+endforeach()
+if(NOT cmd)
+  message(FATAL_ERROR "expect_status.cmake: no command after --")
+endif()
+if(NOT WORKDIR)
+  set(WORKDIR ".")
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err WORKING_DIRECTORY "${WORKDIR}")
+set(all "${out}${err}")
+if(NOT "${rc}" STREQUAL "${STATUS}")
+  message(FATAL_ERROR "exit status ${rc}, expected ${STATUS}; output:\n${all}")
+endif()
+if(NOT all MATCHES "${REGEX}")
+  message(FATAL_ERROR "output does not match '${REGEX}':\n${all}")
+endif()
+message(STATUS "status ${rc} and output as expected:\n${all}")
