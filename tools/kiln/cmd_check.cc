@@ -181,7 +181,7 @@ int check_case(const fs::path& dir, double rtol, double atol, const std::string&
                   << sets[first].inputs.at(bound_names[i]).second.filename().string();
       std::cout << (group.size() > 1 ? " (" + std::to_string(group.size()) + " data sets)" : "") << "\n";
     }
-    run_sets(m, group, opts.bind, rtol, atol, tuning_log, &worst, &worst_why);
+    run_sets(m, group, opts.bind, rtol, atol, &worst, tuning_log, &worst_why);
   }
   bool pass = worst <= 1.0;
   std::cout << (pass ? "PASS " : "FAIL ") << dir.filename().string() << ": worst error " << worst
