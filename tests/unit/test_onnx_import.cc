@@ -245,14 +245,19 @@ TEST_CASE("empty results are constants: zero-size Split parts, a Slice past the 
 
 TEST_CASE("symbolic input dims need a given shape", "[onnx]") {
   std::string m = one_node(13, node("Relu", {"x"}, {"y"}), {-1, 3});
-  REQUIRE_THROWS_WITH(import(m), Contains("graph input 'x' has a symbolic dim 0 'N': give its shape"));
+  // The message names the CLI flag that gives it.
+  REQUIRE_THROWS_WITH(import(m), Contains("graph input 'x' has a symbolic dim 0 'N' (shape [N,3]): give its shape, "
+                                          "--input-shape x=..."));
   OnnxImportOptions opts;
   opts.input_shapes["x"] = {5, 3};
   CHECK(out_type(m, opts) == "float32[5,3]");
+  // A given shape must agree with the static dims: the message names the dim and both values.
   opts.input_shapes["x"] = {5, 4};
-  REQUIRE_THROWS_WITH(import(m, opts), Contains("the given shape [5,4] does not fit it"));
+  REQUIRE_THROWS_WITH(import(m, opts), Contains("graph input 'x': dim 1 is 3 in the model [N,3], the given shape [5,4] has 4"));
+  opts.input_shapes["x"] = {5, 3, 1};
+  REQUIRE_THROWS_WITH(import(m, opts), Contains("graph input 'x' has rank 2 [N,3], the given shape [5,3,1] has rank 3"));
   opts.input_shapes = {{"z", {1}}};
-  REQUIRE_THROWS_WITH(import(m, opts), Contains("a shape is given for 'z', which is not a model input"));
+  REQUIRE_THROWS_WITH(import(m, opts), Contains("a shape is given for 'z', which is not a model input (its inputs: 'x')"));
 }
 
 TEST_CASE("unsupported operators are listed all at once, with their nodes", "[onnx]") {

@@ -124,11 +124,21 @@ class Importer {
     KILN_SUPPORTED(graph_.sparse_initializer_size() == 0) << origin_ << ": sparse initializers are not supported";
   }
 
+  // The graph inputs that are not initializers, quoted: 'x', 'y'.
+  std::string input_list() const {
+    std::string out;
+    for (const auto& in : graph_.input())
+      if (!values_.count(in.name())) out += (out.empty() ? "'" : ", '") + in.name() + "'";
+    return out.empty() ? "none" : out;
+  }
+
   void add_inputs() {
     std::set<std::string> names;
     for (const auto& in : graph_.input()) names.insert(in.name());
     for (const auto& [name, shape] : opts_.input_shapes)
-      KILN_USER_CHECK(names.count(name)) << origin_ << ": a shape is given for '" << name << "', which is not a model input";
+      KILN_USER_CHECK(names.count(name) && !values_.count(name))
+          << origin_ << ": a shape is given for '" << name << "', which is not a model input (its inputs: "
+          << input_list() << ")";
     for (const auto& [name, value] : opts_.input_values)
       KILN_USER_CHECK(names.count(name)) << origin_ << ": a value is given for '" << name << "', which is not a model input";
     for (const auto& [name, value] : opts_.bind)
@@ -154,23 +164,38 @@ class Importer {
             << what << ": the given shape and the given value's shape differ";
         given = &value->shape();
       }
-      Shape shape;
+      // The messages name the CLI flag: that is where users meet them (the library's callers
+      // set OnnxImportOptions::input_shapes, which the flag fills).
+      const std::string flag = "--input-shape " + in.name() + "=...";
+      Shape shape;           // -1 for a symbolic dim
+      std::string declared;  // the model's shape with dim names, for messages: [batch,3,224,224]
       if (tt.has_shape()) {
+        int first_symbolic = -1;
         for (int d = 0; d < tt.shape().dim_size(); ++d) {
           const auto& dim = tt.shape().dim(d);
           shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
-          KILN_USER_CHECK(given || dim.has_dim_value())
-              << what << " has a symbolic dim " << d << (dim.has_dim_param() ? " '" + dim.dim_param() + "'" : "")
-              << ": give its shape (kiln compiles static shapes)";
+          declared += (d ? "," : "") + (dim.has_dim_value() ? std::to_string(dim.dim_value())
+                                                            : dim.has_dim_param() ? dim.dim_param() : std::string("?"));
+          if (!dim.has_dim_value() && first_symbolic < 0) first_symbolic = d;
+        }
+        declared = "[" + declared + "]";
+        if (first_symbolic >= 0) {
+          const auto& dim = tt.shape().dim(first_symbolic);
+          KILN_USER_CHECK(given) << what << " has a symbolic dim " << first_symbolic
+                                 << (dim.has_dim_param() ? " '" + dim.dim_param() + "'" : "") << " (shape " << declared
+                                 << "): give its shape, " << flag << " (kiln compiles static shapes)";
         }
       } else {
-        KILN_USER_CHECK(given) << what << " has no shape: give it (kiln compiles static shapes)";
+        KILN_USER_CHECK(given) << what << " has no shape: give it, " << flag << " (kiln compiles static shapes)";
       }
       if (given) {
-        bool fits = !tt.has_shape() || given->size() == shape.size();
-        for (size_t d = 0; fits && d < shape.size(); ++d) fits = shape[d] < 0 || shape[d] == (*given)[d];
-        KILN_USER_CHECK(fits) << what << " has shape " << shape_str(shape) << " (-1: symbolic); the given shape "
-                              << shape_str(*given) << " does not fit it";
+        KILN_USER_CHECK(!tt.has_shape() || given->size() == shape.size())
+            << what << " has rank " << shape.size() << " " << declared << ", the given shape " << shape_str(*given)
+            << " has rank " << given->size();
+        for (size_t d = 0; d < shape.size(); ++d)
+          KILN_USER_CHECK(shape[d] < 0 || shape[d] == (*given)[d])
+              << what << ": dim " << d << " is " << shape[d] << " in the model " << declared << ", the given shape "
+              << shape_str(*given) << " has " << (*given)[d];
         shape = *given;
       }
       if (opts_.bind.count(in.name())) {  // specialized: a constant everywhere, no longer an input
