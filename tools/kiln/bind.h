@@ -1,6 +1,7 @@
-// Compile-time values for graph inputs (static-shape specialization): `kiln compile --bind` and
-// `kiln check` both import through here, binding the inputs the importer reports as needed at
-// compile time (relay::CompileTimeInputError) rather than guessing them.
+// What the CLI fixes about graph inputs at compile time (static-shape specialization): values
+// (`--bind NAME=FILE.pb`; `kiln check` binds the inputs the importer reports as needed at compile
+// time, relay::CompileTimeInputError, rather than guessing them) and shapes (`--input-shape
+// NAME=D0,D1,...` for symbolic dims). Both flags share one NAME=VALUE parser.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,9 @@
 
 namespace kiln::cli {
 
+// NAME=VALUE split at the first '=', or nullopt when there is none or either side is empty.
+std::optional<std::pair<std::string, std::string>> split_spec(const std::string& spec);
+
 // A CLI11 check that an option value has the form NAME=FILE.pb: a malformed one is a usage
 // error (status 2) reported before anything runs.
 CLI::Validator name_equals_file();
@@ -22,14 +26,23 @@ CLI::Validator name_equals_file();
 // Parses NAME=FILE.pb specs into values (kiln::Error naming the spec or the file).
 std::map<std::string, relay::HostTensor> read_bind_specs(const std::vector<std::string>& specs);
 
+// Adds `--input-shape NAME=D0,D1,...` (repeatable) to `cmd`, checked at parse time: a malformed
+// spec is a usage error (status 2). Shapes are what the importer needs for symbolic dims.
+void add_input_shape_option(CLI::App* cmd, std::vector<std::string>* specs);
+
+// Parses --input-shape specs (kiln::Error for a name given twice).
+std::map<std::string, relay::Shape> read_shape_specs(const std::vector<std::string>& specs);
+
 // Imports `model` with opts.bind, adding to it each input the importer asks for that `lookup`
 // can give (it returns nullopt for one it cannot); the importer's error stands for the others.
 // On return opts.bind holds exactly what was bound.
 relay::Module import_binding(const std::string& model, relay::OnnxImportOptions& opts,
                              const std::function<std::optional<relay::HostTensor>(const std::string&)>& lookup);
 
-// What `kiln compile` imports: `model` with the inputs bound by NAME=FILE.pb `specs`; a node
-// that needs another input at compile time fails with a message saying how to bind it.
-relay::Module import_for_compile(const std::string& model, const std::vector<std::string>& specs);
+// What `kiln compile` imports: `model` with the inputs bound by NAME=FILE.pb `bind_specs` and
+// shaped by NAME=D0,D1,... `shape_specs`; a node that needs another input at compile time fails
+// with a message saying how to bind it.
+relay::Module import_for_compile(const std::string& model, const std::vector<std::string>& bind_specs,
+                                 const std::vector<std::string>& shape_specs);
 
 }  // namespace kiln::cli

@@ -1,4 +1,5 @@
 // kiln compile MODEL.onnx -o OUT.so [--target T] [--dump-ir STAGE] [--tuning-log LOG] [--bind NAME=FILE.pb]
+//              [--input-shape NAME=D0,D1,...]
 #include <iostream>
 
 #include "bind.h"
@@ -11,7 +12,7 @@ namespace kiln::cli {
 void add_compile(CLI::App& app, int* status) {
   struct Args {
     std::string model, out, target = "llvm", dump_ir, tuning_log;
-    std::vector<std::string> bind;
+    std::vector<std::string> bind, input_shapes;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("compile", "compile an ONNX model into one deployable .so");
@@ -22,9 +23,10 @@ void add_compile(CLI::App& app, int* status) {
   c->add_option("--tuning-log", args->tuning_log, "apply the best schedules of this autotuning log");
   c->add_option("--bind", args->bind, "NAME=FILE.pb: graph input NAME becomes this constant (static shapes)")
       ->check(name_equals_file());
+  add_input_shape_option(c, &args->input_shapes);
   c->callback([args, status] {
     *status = guarded("compile", [&] {
-      relay::Module m = import_for_compile(args->model, args->bind);
+      relay::Module m = import_for_compile(args->model, args->bind, args->input_shapes);
       CompileOptions opts;
       opts.target = codegen::Target::parse(args->target);
       opts.dump_ir_stage = args->dump_ir;

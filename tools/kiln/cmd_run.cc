@@ -25,10 +25,9 @@ void add_run(CLI::App& app, int* status) {
     *status = guarded("run", [&] {
       LoadedModel m(args->module);
       for (const std::string& spec : args->inputs) {
-        size_t eq = spec.find('=');
-        KILN_USER_CHECK(eq != std::string::npos && eq > 0)
-            << "--input expects NAME=FILE.pb, got '" << spec << "'";
-        m.set_input(spec.substr(0, eq), relay::load_tensor_pb(spec.substr(eq + 1)).value);
+        auto kv = split_spec(spec);
+        KILN_USER_CHECK(kv) << "--input expects NAME=FILE.pb, got '" << spec << "'";
+        m.set_input(kv->first, relay::load_tensor_pb(kv->second).value);
       }
       m.run();
       std::filesystem::create_directories(args->output_dir);

@@ -1,4 +1,5 @@
 // kiln tune MODEL.onnx --log LOG.json [--trials N] [--target T] [--seed S] [--plot OUT.svg]
+//           [--input-shape NAME=D0,D1,...]
 //
 // Extracts the model's distinct tunable kernels (autotune/graph_tasks.h), tunes each for N trials
 // (resumed trials in LOG count), appending every measurement to LOG, prints one line per task
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "bind.h"
 #include "commands.h"
 #include "kiln/autotune/graph_tasks.h"
 #include "kiln/autotune/plot.h"
@@ -22,6 +24,7 @@ namespace {
 
 struct TuneArgs {
   std::string model, log, target = "llvm", plot;
+  std::vector<std::string> input_shapes;
   int trials = 32;
   uint64_t seed = 0;
   double timeout_s = 10;
@@ -41,7 +44,9 @@ int run_tune(const TuneArgs& a) {
   GraphTaskOptions topts;
   topts.target = codegen::Target::parse(a.target);
   topts.all_groups = a.all_groups;
-  relay::Module m = relay::from_onnx(a.model);
+  relay::OnnxImportOptions iopts;
+  iopts.input_shapes = read_shape_specs(a.input_shapes);
+  relay::Module m = relay::from_onnx(a.model, iopts);
   std::vector<GraphTask> tasks = extract_tasks(m, CompileOptions{}, topts);
   int kernels = 0;
   for (const GraphTask& t : tasks) kernels += t.occurrences;
@@ -105,6 +110,7 @@ void add_tune(CLI::App& app, int* status) {
   c->add_option("--plot", args->plot, "write best-so-far GFLOPS against trials as an SVG");
   c->add_option("--timeout", args->timeout_s, "seconds per candidate run before it counts as hung (default 10)");
   c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
+  add_input_shape_option(c, &args->input_shapes);
   c->callback([args, status] { *status = guarded("tune", [&] { return run_tune(*args); }); });
 }
 
