@@ -1,7 +1,8 @@
-// kiln check CASE_DIR [--tuning-log LOG]: compiles CASE_DIR/model.onnx into a .so, runs every test_data_set_* with
-// it through the runtime, and compares each output with its expected .pb. Inputs the importer
-// needs at compile time (a Pad's pads) are bound from each data set; sets that differ in them
-// compile once each. Prints PASS or FAIL with the worst error and the tolerances; exit 0 on
+// kiln check CASE_DIR [--tuning-log LOG] [--input-shape NAME=D0,D1,...]: compiles CASE_DIR/model.onnx into a
+// .so, runs every test_data_set_* with it through the runtime, and compares each output with its
+// expected .pb. Inputs the importer needs at compile time (a Pad's pads) are bound from each data
+// set, and inputs with symbolic dims that --input-shape does not give take the data set's shape;
+// sets that differ in either compile once each. Prints PASS or FAIL with the worst error and the tolerances; exit 0 on
 // pass, 1 on a mismatch, 3 (kUnsupported) when the model uses something kiln does not implement.
 #include <unistd.h>
 
@@ -86,6 +87,10 @@ DataSet read_data_set(const fs::path& dir, const std::vector<std::string>& input
   return d;
 }
 
+std::string file_of(const DataSet& set, const std::string& input) {
+  return set.dir.filename().string() + "/" + set.inputs.at(input).second.filename().string();
+}
+
 bool same_value(const relay::HostTensor& a, const relay::HostTensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::equal(a.data(), a.data() + a.nbytes(), b.data());
 }
@@ -135,7 +140,8 @@ void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
   }
 }
 
-int check_case(const fs::path& dir, double rtol, double atol, const std::string& tuning_log) {
+int check_case(const fs::path& dir, double rtol, double atol, const std::string& tuning_log,
+               const std::map<std::string, relay::Shape>& given_shapes) {
   fs::path model = dir / "model.onnx";
   KILN_USER_CHECK(fs::exists(model)) << "no model.onnx in '" << dir.string() << "'";
   std::vector<fs::path> set_dirs = sorted_files(dir, "test_data_set_");
@@ -143,9 +149,20 @@ int check_case(const fs::path& dir, double rtol, double atol, const std::string&
   std::vector<std::string> input_names = relay::onnx_graph_inputs(model.string());
   std::vector<DataSet> sets;
   for (const fs::path& d : set_dirs) sets.push_back(read_data_set(d, input_names));
+  // A given shape fixes the module's input: a data set that disagrees could never run on it.
+  for (const DataSet& set : sets)
+    for (const auto& [name, shape] : given_shapes)
+      KILN_USER_CHECK(!set.inputs.count(name) || set.inputs.at(name).first.shape() == shape)
+          << file_of(set, name) << " has shape " << relay::shape_str(set.inputs.at(name).first.shape())
+          << ", --input-shape " << name << "=... gives " << relay::shape_str(shape);
+  // Inputs with symbolic dims and no --input-shape take each data set's shape.
+  std::vector<std::string> shaped_names;
+  for (const std::string& name : relay::onnx_symbolic_inputs(model.string()))
+    if (!given_shapes.count(name)) shaped_names.push_back(name);
 
   // Bind, from each data set, exactly the inputs the importer needs at compile time (found on
-  // the first set); data sets that agree on those values share one compiled module.
+  // the first set), and shape the symbolic ones; data sets that agree on those values and
+  // shapes share one compiled module.
   double worst = 0;
   std::string worst_why;
   std::vector<bool> done(sets.size(), false);
@@ -153,6 +170,8 @@ int check_case(const fs::path& dir, double rtol, double atol, const std::string&
   for (size_t first = 0; first < sets.size(); ++first) {
     if (done[first]) continue;
     relay::OnnxImportOptions opts;
+    opts.input_shapes = given_shapes;
+    for (const std::string& name : shaped_names) opts.input_shapes[name] = sets[first].inputs.at(name).first.shape();
     auto from_set = [&](const std::string& name) -> std::optional<relay::HostTensor> {
       return sets[first].inputs.at(name).first;
     };
@@ -169,16 +188,20 @@ int check_case(const fs::path& dir, double rtol, double atol, const std::string&
     for (size_t k = first; k < sets.size(); ++k) {
       bool same = true;
       for (const std::string& name : bound_names) same = same && same_value(sets[k].inputs.at(name).first, opts.bind.at(name));
+      for (const std::string& name : shaped_names)
+        same = same && sets[k].inputs.at(name).first.shape() == opts.input_shapes.at(name);
       if (same) {
         group.push_back(&sets[k]);
         done[k] = true;
       }
     }
+    for (const std::string& name : shaped_names)
+      std::cout << "shape of " << name << " from " << file_of(sets[first], name) << ": "
+                << relay::shape_str(opts.input_shapes.at(name)) << "\n";
     if (!bound_names.empty()) {
       std::cout << "bound at compile time:";
       for (size_t i = 0; i < bound_names.size(); ++i)
-        std::cout << (i ? ", " : " ") << bound_names[i] << " from " << sets[first].dir.filename().string() << "/"
-                  << sets[first].inputs.at(bound_names[i]).second.filename().string();
+        std::cout << (i ? ", " : " ") << bound_names[i] << " from " << file_of(sets[first], bound_names[i]);
       std::cout << (group.size() > 1 ? " (" + std::to_string(group.size()) + " data sets)" : "") << "\n";
     }
     run_sets(m, group, opts.bind, rtol, atol, &worst, tuning_log, &worst_why);
@@ -196,6 +219,7 @@ void add_check(CLI::App& app, int* status) {
     std::string dir;
     double rtol = 1e-3, atol = 1e-4;
     std::string tuning_log;
+    std::vector<std::string> input_shapes;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("check", "compile a case's model.onnx and compare with its test data");
@@ -203,8 +227,11 @@ void add_check(CLI::App& app, int* status) {
   c->add_option("--rtol", args->rtol, "relative tolerance (default 1e-3)");
   c->add_option("--atol", args->atol, "absolute tolerance (default 1e-4)");
   c->add_option("--tuning-log", args->tuning_log, "compile with the best schedules of this autotuning log");
+  add_input_shape_option(c, &args->input_shapes);
   c->callback([args, status] {
-    *status = guarded("check", [&] { return check_case(args->dir, args->rtol, args->atol, args->tuning_log); });
+    *status = guarded("check", [&] {
+      return check_case(args->dir, args->rtol, args->atol, args->tuning_log, read_shape_specs(args->input_shapes));
+    });
   });
 }
 

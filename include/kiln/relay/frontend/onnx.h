@@ -62,6 +62,9 @@ Module from_onnx_bytes(const std::string& bytes, const std::string& origin, cons
 // The model's graph inputs that are not initializers, in graph order (the order of the
 // input_N.pb files of a test data set), without importing the graph.
 std::vector<std::string> onnx_graph_inputs(const std::string& path);
+// Those of them whose declared shape has a symbolic dim or is missing: the inputs that need
+// OnnxImportOptions::input_shapes (or a value) to import.
+std::vector<std::string> onnx_symbolic_inputs(const std::string& path);
 
 // The ONNX op types the importer converts, sorted ("Abs", "Add", ...).
 std::vector<std::string> onnx_supported_ops();

@@ -311,6 +311,21 @@ std::vector<std::string> onnx_graph_inputs(const std::string& path) {
   return names;
 }
 
+std::vector<std::string> onnx_symbolic_inputs(const std::string& path) {
+  ::onnx::ModelProto model = parse_model(read_model_file(path), "'" + path + "'");
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto& in : model.graph().input()) {
+    if (inits.count(in.name())) continue;
+    const auto& tt = in.type().tensor_type();
+    bool symbolic = !tt.has_shape();
+    for (const auto& dim : tt.shape().dim()) symbolic = symbolic || !dim.has_dim_value();
+    if (symbolic) names.push_back(in.name());
+  }
+  return names;
+}
+
 std::vector<std::string> onnx_supported_ops() {
   std::vector<std::string> names;
   for (const auto& [n, c] : converters()) names.push_back(n);
