@@ -87,6 +87,14 @@ DataSet read_data_set(const fs::path& dir, const std::vector<std::string>& input
   return d;
 }
 
+// The case's name for messages: the directory's last non-empty component ("kiln check dir/").
+std::string case_name(const fs::path& dir) {
+  fs::path p = fs::absolute(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  std::string name = p.filename().string();
+  return name.empty() ? dir.string() : name;
+}
+
 std::string file_of(const DataSet& set, const std::string& input) {
   return set.dir.filename().string() + "/" + set.inputs.at(input).second.filename().string();
 }
@@ -207,7 +215,7 @@ int check_case(const fs::path& dir, double rtol, double atol, const std::string&
     run_sets(m, group, opts.bind, rtol, atol, &worst, tuning_log, &worst_why);
   }
   bool pass = worst <= 1.0;
-  std::cout << (pass ? "PASS " : "FAIL ") << dir.filename().string() << ": worst error " << worst
+  std::cout << (pass ? "PASS " : "FAIL ") << case_name(dir) << ": worst error " << worst
             << " of tolerance (rtol " << rtol << ", atol " << atol << ")" << (pass ? "" : ", at " + worst_why) << "\n";
   return pass ? kOk : kFailed;
 }
