@@ -222,3 +222,19 @@ TEST_CASE("bool buffers store one byte per element", "[codegen]") {
     else REQUIRE(C.data<float>()[k] == (av[k] > 0 ? av[k] : -1.f));
   }
 }
+
+TEST_CASE("loads of small constant strides (shuffled wide loads) read what a gather reads", "[codegen]") {
+  // Strides 2..4 take the contiguous-load-and-shuffle path, 5 the gather; each ramp ends on the
+  // buffer's last element, where a load of lanes*stride elements would run past it.
+  const int lanes = 16;
+  for (int stride : {2, 3, 4, 5}) {
+    const int n = (lanes - 1) * stride + 1 + 3;
+    Buffer a = flat_buffer("A", DataType::f32(), n), c = flat_buffer("C", DataType::f32(), lanes);
+    Stmt body = buffer_store(c, buffer_load(a, {ramp(3, stride, lanes)}) * 2.f, {ramp(0, 1, lanes)});
+    auto m = test::build({prim_func("strided", {a, c}, body)});
+    auto av = iota_floats(n, 1.f, 100.f);
+    NDArray C = NDArray::zeros({lanes}, runtime::dtype_f32());
+    test::run(m, "strided", {array_for(a, av), C});
+    for (int l = 0; l < lanes; ++l) REQUIRE(C.data<float>()[l] == av[3 + stride * l] * 2.f);
+  }
+}

@@ -207,6 +207,16 @@ TEST_CASE("vectorize: fallbacks keep the loop serial and say why", "[vectorize]"
                       "parallel for (i, 0, 4) {\n  for (j, 0, 16) {\n    if (j < 15) {\n      B[i*16 + j] = 1f\n    }\n  }\n}\n",
                       "j", "an if condition depends on the lane and a masked store under a parallel loop could race with other threads");
   }
+  SECTION("a lane condition on a buffer each thread allocates for itself does not race") {
+    Buffer t = Buffer::make("T", DataType::f32(), {16}, "local");
+    Stmt s = for_loop(i, 0, 4, ForKind::Parallel,
+                      allocate(t, vfor(j, 16, if_then_else(j < 15, buffer_store(t, 1.0f, {j})))));
+    std::vector<std::string> notes;
+    CHECK(to_string(vectorize_loops(s, &notes)) ==
+          "parallel for (i, 0, 4) {\n  allocate T: float32[16], local\n"
+          "  T[ramp(0, 1, 16)] = select(ramp(0, 1, 16) < broadcast(15, 16), broadcast(1f, 16), T[ramp(0, 1, 16)])\n}\n");
+    CHECK(notes.empty());
+  }
   SECTION("a lane condition guarding an integer division") {
     Buffer n = Buffer::make("N", DataType::i32(), {16});
     check_kept_serial(vfor(j, 16, if_then_else(ne(buffer_load(n, {j}), 0), buffer_store(n, 100 / buffer_load(n, {j}), {j}))),

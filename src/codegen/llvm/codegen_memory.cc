@@ -3,7 +3,11 @@
 //  - A vector access with a Ramp index of stride 1 is one vector load/store at the ramp's
 //    base; a Broadcast index is a scalar load splatted; any other vector index (a strided
 //    Ramp, a computed index vector) is a gather/scatter (llvm.masked.gather/scatter:
-//    AVX-512 and AVX2 have them, elsewhere LLVM scalarizes).
+//    AVX-512 and AVX2 have them, elsewhere LLVM scalarizes). Except an unmasked load of a
+//    Ramp of small constant stride s (2..4: pooling windows, strided convs): one contiguous
+//    load of lanes*s elements, masked to the (lanes-1)*s+1 the ramp spans so it never reads
+//    past them, then a shuffle picking every s-th. A gather issues one load per lane (16
+//    for a zmm); this is s vector loads and s-1 permutes.
 //  - Inside the masked side of a vector Select (fs_.lane_mask), vector loads are masked and
 //    scalar loads only happen if some lane chooses that side.
 //  - Memory representation: bool is a byte, bf16 the upper half of a float (to_storage /
@@ -95,6 +99,19 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
     llvm::Value* addr = element_address(buf, emit_index(ramp->base), DataType::i64());
     if (mask) v = builder_.CreateMaskedLoad(vty, addr, align, mask, zero, buf->name);
     else v = builder_.CreateAlignedLoad(vty, addr, align, buf->name);
+  } else if (auto s = ramp ? ir::as_const_int(ramp->stride) : std::nullopt;
+             !mask && s && *s >= 2 && *s <= 4 && t.lanes * *s <= 64) {
+    int64_t stride = *s, span = (t.lanes - 1) * stride + 1;
+    auto* wide = llvm::FixedVectorType::get(llvm::cast<llvm::VectorType>(vty)->getElementType(),
+                                            static_cast<unsigned>(t.lanes * stride));
+    std::vector<llvm::Constant*> on;
+    for (int64_t i = 0; i < t.lanes * stride; ++i) on.push_back(builder_.getInt1(i < span));
+    llvm::Value* addr = element_address(buf, emit_index(ramp->base), DataType::i64());
+    llvm::Value* all = builder_.CreateMaskedLoad(wide, addr, align, llvm::ConstantVector::get(on),
+                                                 llvm::Constant::getNullValue(wide), buf->name);
+    std::vector<int> pick;
+    for (int i = 0; i < t.lanes; ++i) pick.push_back(static_cast<int>(i * stride));
+    v = builder_.CreateShuffleVector(all, pick);
   } else {
     // Strided or general vector index: a gather (AVX-512/AVX2 have one; elsewhere LLVM
     // scalarizes it).

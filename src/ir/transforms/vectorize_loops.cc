@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "kiln/ir/functor.h"
@@ -163,8 +164,12 @@ bool any_lane(const std::vector<Expr>& v) { return std::any_of(v.begin(), v.end(
 
 class Vectorizer : public StmtMutator {
  public:
-  Vectorizer(const Var& var, const Expr& min, int lanes, Env env, bool under_parallel)
-      : var_(var.get()), lanes_(lanes), env_(std::move(env)), under_parallel_(under_parallel) {
+  // private_buffers: data vars of buffers allocated inside the innermost enclosing parallel
+  // loop: each thread has its own, so masked stores to them cannot race.
+  Vectorizer(const Var& var, const Expr& min, int lanes, Env env, bool under_parallel,
+             std::unordered_set<const VarNode*> private_buffers = {})
+      : var_(var.get()), lanes_(lanes), env_(std::move(env)), under_parallel_(under_parallel),
+        private_(std::move(private_buffers)) {
     ramp_ = ramp(min, make_int(min.dtype(), 1), lanes);
   }
 
@@ -354,7 +359,8 @@ class Vectorizer : public StmtMutator {
     if (!st || (op->else_case.defined() &&
                 (!el || !el->buffer.same_as(st->buffer) || !same_indices(el->indices, st->indices))))
       fail(why + "its branches are not one store to one location");
-    if (under_parallel_) fail(why + "a masked store under a parallel loop could race with other threads");
+    if (under_parallel_ && !private_.count(st->buffer->data.get()))
+      fail(why + "a masked store under a parallel loop could race with other threads");
     std::vector<std::pair<Var, Expr>> bindings;
     std::vector<Expr> values;
     for (const LetStmtNode* l : lets) {
@@ -430,6 +436,7 @@ class Vectorizer : public StmtMutator {
   int lanes_;
   Env env_;
   bool under_parallel_;
+  std::unordered_set<const VarNode*> private_;
   Expr ramp_;
   VarMap<Expr> remap_;
   std::string reason_;
@@ -447,7 +454,10 @@ class LoopVectorizer : public StmtMutator {
     if (mn && ext && *ext > 0) env_[op->loop_var.get()] = Interval{*mn, *mn + *ext - 1};
     bool parallel = op->for_kind == ForKind::Parallel || op->for_kind == ForKind::ThreadBinding;
     parallel_depth_ += parallel;
+    std::unordered_set<const VarNode*> outer_private;
+    if (parallel) std::swap(outer_private, private_);  // only this loop's allocations are per thread
     Stmt body = mutate_stmt(op->body);
+    if (parallel) std::swap(outer_private, private_);
     parallel_depth_ -= parallel;
     env_.erase(op->loop_var.get());
     if (op->for_kind != ForKind::Vectorized) {
@@ -464,9 +474,14 @@ class LoopVectorizer : public StmtMutator {
     if (*ext > 65535) return serial("its extent " + std::to_string(*ext) + " exceeds the vector lanes a type can hold");
     Env env = env_;
     if (auto b = bound(op->min, env_)) env[op->loop_var.get()] = Interval{b->lo, b->hi + *ext - 1};
-    Vectorizer vectorizer(op->loop_var, op->min, static_cast<int>(*ext), std::move(env), parallel_depth_ > 0);
+    Vectorizer vectorizer(op->loop_var, op->min, static_cast<int>(*ext), std::move(env), parallel_depth_ > 0, private_);
     Stmt out = vectorizer.run(body);
     return out.defined() ? out : serial(vectorizer.reason());
+  }
+
+  Stmt visit_allocate(const AllocateNode* op, const Stmt& self) override {
+    if (parallel_depth_ > 0) private_.insert(op->buffer->data.get());
+    return StmtMutator::visit_allocate(op, self);
   }
 
   Stmt visit_let_stmt(const LetStmtNode* op, const Stmt& self) override {
@@ -480,6 +495,7 @@ class LoopVectorizer : public StmtMutator {
   std::vector<std::string>* notes_;
   Env env_;
   int parallel_depth_ = 0;
+  std::unordered_set<const VarNode*> private_;
 };
 
 }  // namespace
