@@ -63,14 +63,6 @@ bool vectorize_innermost(Stage st, int64_t lanes) {
   return true;
 }
 
-bool vectorize_row(Stage st, int64_t max_lanes) {
-  ir::IterVar inner = st.op_axis().back();
-  int64_t e = ir::as_const_int(inner->dom.extent).value_or(0);
-  if (e < 4 || e > max_lanes) return vectorize_innermost(st);
-  st.vectorize(inner);
-  return true;
-}
-
 ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes) {
   KILN_CHECK(!axes.empty()) << "fuse_parallel: no axes";
   ir::IterVar fused = axes[0];

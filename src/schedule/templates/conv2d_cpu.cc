@@ -28,7 +28,7 @@ void schedule_prologue(Schedule& s, const te::Tensor& t, bool vectorize) {
   Stage st = s[t];
   st.compute_root();
   auto ax = st.op_axis();
-  if (vectorize && ax.size() > 2) vectorize_row(st);
+  if (vectorize && ax.size() > 2) vectorize_innermost(st);
   fuse_parallel(st, {ax[0], ax[1]});
 }
 

@@ -83,9 +83,9 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
 
   if (pad.defined()) {
     s[pad].compute_at(out, plane);
-    // Stride-1 pads copy whole vectors with masked loads; the stride phases of a strided conv
-    // would be gathers, slower than the scalar copy.
-    if (pad.ndim() == conv.ndim()) vectorize_innermost(s[pad], 16);
+    // Rows copy whole vectors: masked loads and stores at the borders, and for the stride
+    // phases of a strided conv, stride-s loads (a contiguous load and a shuffle in codegen).
+    vectorize_innermost(s[pad], 16);
   }
 }
 

@@ -67,13 +67,6 @@ int64_t vector_width(int64_t n, int64_t cap = 16);
 // at least 4. Returns whether it vectorized.
 bool vectorize_innermost(Stage st, int64_t lanes = 16);
 
-// For pad stages: vectorizes the innermost axis whole when its extent is at most max_lanes.
-// Bound inference shrinks a padded row to what the consumer reads (58 of a row widened to 64),
-// which no fixed vector width divides; split by 16, the tail's lane guard keeps the loop
-// serial. One wide vector of the shrunk extent is legalized by LLVM into full zmm operations
-// plus one partial (masked) one. Falls back to vectorize_innermost for longer rows.
-bool vectorize_row(Stage st, int64_t max_lanes = 64);
-
 // Splits the stage's root axes [0, count) off for parallelism: fuses them into one loop and
 // marks it parallel; returns it (the single axis when count == 1).
 ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes);
