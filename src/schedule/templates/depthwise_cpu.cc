@@ -19,6 +19,11 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   // which hides the FMA latency.
   int64_t vw = vector_width(ow, 16);
   if (vw < 4) vw = 1;
+  // Vector width: the widest power of two <= 16 dividing W by default; narrower ones (or
+  // scalars) trade lanes for more independent chains per tile.
+  std::vector<int64_t> widths = {1};
+  for (int64_t w = 4; w <= vw; w *= 2) widths.push_back(w);
+  vw = cfg.define_knob("vec_lanes", widths, vw);
   int64_t nv_pref = largest_divisor(ow / vw, vw == 1 ? 16 : 8);
   int64_t nv = cfg.define_split("tile_ow", ow / vw, 2, {ow / vw / nv_pref, nv_pref}, 16)[1];
   int64_t ohr = 1;
@@ -71,7 +76,10 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   if (d >= 2) corder.push_back(cx[d]);
   corder.push_back(cx.back());
   c.reorder(corder);
-  for (const ir::IterVar& rv : r) c.unroll(rv);
+  // The window taps: unrolled (each tap's weight a register broadcast) or loops.
+  if (cfg.define_knob("unroll_window", {0, 1}, 1) == 1) {
+    for (const ir::IterVar& rv : r) c.unroll(rv);
+  }
   if (d >= 2) c.unroll(cx[d]);
   if (vw > 1) {
     auto [cm, cv] = c.split(cx.back(), vw);

@@ -4,8 +4,10 @@
 // output rows x `nv` vectors of vw columns (vw: the largest power of two <= 16 dividing W, or
 // scalars) accumulate in registers (the reduction stage, scope "local"; every row and vector
 // is an independent FMA chain), then are written through the inlined tail.
+//   vec_lanes  vw: 1 (scalars) or a power of two 4..16 dividing W  [the widest]
 //   tile_ow    [W/vw/nv, nv] vectors per tile row             [divisor of W/vw, <= 8 (16 scalars)]
 //   tile_oh    [H/ohr, ohr] rows per tile                     [divisor of H, ohr x nv <= 8 (16)]
+//   unroll_window  1: the kernel-window loops unrolled; 0: loops   [1]
 #pragma once
 
 #include "kiln/schedule/config.h"
