@@ -10,12 +10,14 @@
 //
 // Knobs (schedule/config.h), defaults in brackets. A tile holds ohr x owr x oc_blocks vector
 // accumulators; past about 28 they spill (slow but still correct).
-//   tile_ow      [W/owr, owr]: output columns per tile (owr up to 16)  [largest divisor <= 14]
+//   tile_ow      [W/owr, owr]: output columns per tile (owr up to 16)
+//                                               [16 or 8 when they divide W, else largest divisor <= 14]
 //   tile_oh      [H/ohr, ohr]: output rows per tile (ohr up to 4)             [1]
 //   oc_blocks    1, 2 or 4 channel blocks per tile (largest dividing)   [2 when owr*ohr <= 12]
 //   reduce_order 0: input channels outside the kernel window; 1: inside it    [0]
 //   unroll_kw    1: unroll the innermost kernel-window loop                   [0]
-//   vec_out      1: vectorize the tile's write-out over columns; 0: unrolled scalars      [0]
+//   vec_out      1: vectorize the tile's write-out over columns; 0: unrolled scalars
+//                                                                     [1 when owr is 8 or 16]
 // Defaults measured on resnet18's shapes (1 thread, CPU time): each alternative tried
 // (oc_blocks 4, reduce_order 1, unroll_kw 1, tile_oh 2 or 4 with narrower columns) was as fast
 // or slower.
