@@ -11,7 +11,7 @@
 // Knobs (schedule/config.h), defaults in brackets. A tile holds ohr x owr x oc_blocks vector
 // accumulators; past about 28 they spill (slow but still correct).
 //   tile_ow      [W/owr, owr]: output columns per tile (owr up to 16)
-//                                               [16 or 8 when they divide W, else largest divisor <= 14]
+//                                               [8 when it divides W, else largest divisor <= 14]
 //   tile_oh      [H/ohr, ohr]: output rows per tile (ohr up to 4)             [1]
 //   oc_blocks    1, 2 or 4 channel blocks per tile (largest dividing)   [2 when owr*ohr <= 12]
 //   reduce_order 0: input channels outside the kernel window; 1: inside it    [0]
