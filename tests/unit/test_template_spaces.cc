@@ -102,15 +102,16 @@ TEST_CASE("conv2d_nchwc template: random points of its space match the reference
 
 TEST_CASE("depthwise template: random points of its space match the reference", "[spaces]") {
   // W 32: vec_lanes {1, 4, 8, 16}, two vectors a row at the default; stride 2 exercises the
-  // stride-phase pad.
-  for (int64_t stride : {1, 2}) {
-    relay::Shape xs = {1, 6, 8 * stride, 32 * stride}, ws = {6, 1, 3, 3};
+  // stride-phase pad; W 28: vec_lanes {1, 4, 14}, 14 by default.
+  for (auto [stride, width] : {std::pair<int64_t, int64_t>{1, 32}, {2, 32}, {1, 28}}) {
+    relay::Shape xs = {1, 6, 8 * stride, width * stride}, ws = {6, 1, 3, 3};
     auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
                                    conv_attrs({stride, stride}, {1, 1, 1, 1}, 6));
     HostTensor x = random_tensor(f32, xs, 6), w = random_tensor(f32, ws, 7);
     HostTensor want = opsb_ref::conv(x, w, {stride, stride}, {1, 1, 1, 1}, {1, 1}, 6);
-    INFO("stride " << stride);
-    check_space(l.outputs, l.outputs[0], l, {x, w}, want, {"vec_lanes", "tile_ow", "tile_oh", "unroll_window"}, 30 + stride);
+    INFO("stride " << stride << " width " << width);
+    check_space(l.outputs, l.outputs[0], l, {x, w}, want, {"vec_lanes", "tile_ow", "tile_oh", "unroll_window"},
+                30 + stride + width);
   }
 }
 
