@@ -16,6 +16,10 @@
 //   oc_blocks    1, 2 or 4 channel blocks per tile (largest dividing)   [2 when owr*ohr <= 12]
 //   reduce_order 0: input channels outside the kernel window; 1: inside it    [0]
 //   unroll_kw    1: unroll the innermost kernel-window loop                   [0]
+//   tile_ic      [C/ci, ci] (2-d): C/ci > 1 makes a task one channel block's whole output
+//                plane, accumulated in a local buffer chunk by chunk of ci input channels (rows
+//                and columns tiled inside each chunk): every weight chunk feeds all rows at once
+//                                  [ci 32 on planes <= 28x28 with long reductions, else C]
 //   vec_out      1: vectorize the tile's write-out over columns; 0: unrolled scalars
 //                                                                     [1 when owr is 8 or 16]
 // Defaults measured on resnet18's shapes (1 thread, CPU time): each alternative tried
