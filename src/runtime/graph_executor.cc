@@ -1,6 +1,9 @@
 // GraphExecutor (graph_executor.h): planned memory, input/output copies with checks, node calls.
 #include "kiln/runtime/graph_executor.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -91,6 +94,8 @@ struct GraphExecutor::Impl {
   std::vector<std::vector<char>> staged;
   std::vector<bool> needs_staging;
   bool have_outputs = false;
+  bool profiling = false;
+  std::vector<GraphExecutor::NodeProfile> profile;
 
   size_t bytes_of(int entry) const {
     const GraphEntry& e = module->plan().entries[entry];
@@ -211,9 +216,13 @@ void GraphExecutor::run() {
   for (size_t i = 0; i < m.inputs.size(); ++i)
     if (m.needs_staging[i]) std::memcpy(m.entry_data[m.input_entries[i]], m.staged[i].data(), m.staged[i].size());
   m.have_outputs = false;
+  using Clock = std::chrono::steady_clock;
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     const std::vector<void*>& args = m.node_args[n];
+    Clock::time_point t0;
+    if (m.profiling) t0 = Clock::now();
     int32_t rc = m.module->node_kernel(n)(args.data(), static_cast<int32_t>(args.size()));
+    if (m.profiling) m.profile[n].seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     if (rc != 0) {
       const GraphNode& node = plan.nodes[n];
       std::string why = rc == -1                       ? " (a heap allocation failed)"
@@ -253,6 +262,47 @@ NDArray GraphExecutor::get_output(int index) const {
   NDArray a = NDArray::empty(info.shape, info.dtype);
   get_output(index, *a.dltensor());
   return a;
+}
+
+void GraphExecutor::set_profiling(bool on) {
+  Impl& m = *impl_;
+  m.profiling = on;
+  if (!on) return;
+  m.profile.clear();
+  for (const GraphNode& n : m.module->plan().nodes) m.profile.push_back(NodeProfile{n.kernel, n.label, {}});
+}
+
+const std::vector<GraphExecutor::NodeProfile>& GraphExecutor::profile() const { return impl_->profile; }
+
+std::string GraphExecutor::profile_table() const {
+  const std::vector<NodeProfile>& prof = impl_->profile;
+  if (prof.empty() || prof[0].seconds.empty()) return "";
+  struct Row {
+    double median;
+    size_t node;
+  };
+  std::vector<Row> rows;
+  double total = 0;
+  for (size_t n = 0; n < prof.size(); ++n) {
+    std::vector<double> v = prof[n].seconds;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    rows.push_back({v[v.size() / 2], n});
+    total += rows.back().median;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.median > b.median; });
+  std::ostringstream out;
+  char line[160];
+  std::snprintf(line, sizeof line, "%4s %10s %7s %7s  %-44s %s\n", "node", "median ms", "share", "samples", "kernel", "label");
+  out << line;
+  for (const Row& r : rows) {
+    const NodeProfile& p = prof[r.node];
+    std::snprintf(line, sizeof line, "%4zu %10.4f %6.2f%% %7zu  %-44s ", r.node, r.median * 1e3,
+                  total > 0 ? 100.0 * r.median / total : 0.0, p.seconds.size(), p.kernel.c_str());
+    out << line << p.label << "\n";
+  }
+  std::snprintf(line, sizeof line, "sum of node medians %.4f ms over %zu nodes\n", total * 1e3, prof.size());
+  out << line;
+  return out.str();
 }
 
 }  // namespace kiln::runtime

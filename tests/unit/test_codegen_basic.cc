@@ -222,3 +222,40 @@ TEST_CASE("bool buffers store one byte per element", "[codegen]") {
     else REQUIRE(C.data<float>()[k] == (av[k] > 0 ? av[k] : -1.f));
   }
 }
+
+TEST_CASE("loads of small constant strides (shuffled wide loads) read what a gather reads", "[codegen]") {
+  // Strides 2..4 take the contiguous-load-and-shuffle path, 5 the gather; each ramp ends on the
+  // buffer's last element, where a load of lanes*stride elements would run past it.
+  const int lanes = 16;
+  for (int stride : {2, 3, 4, 5}) {
+    const int n = (lanes - 1) * stride + 1 + 3;
+    Buffer a = flat_buffer("A", DataType::f32(), n), c = flat_buffer("C", DataType::f32(), lanes);
+    Stmt body = buffer_store(c, buffer_load(a, {ramp(3, stride, lanes)}) * 2.f, {ramp(0, 1, lanes)});
+    auto m = test::build({prim_func("strided", {a, c}, body)});
+    auto av = iota_floats(n, 1.f, 100.f);
+    NDArray C = NDArray::zeros({lanes}, runtime::dtype_f32());
+    test::run(m, "strided", {array_for(a, av), C});
+    for (int l = 0; l < lanes; ++l) REQUIRE(C.data<float>()[l] == av[3 + stride * l] * 2.f);
+  }
+}
+
+TEST_CASE("a vector store of select(c, v, the stored location) is a masked store", "[codegen]") {
+  // The ramp runs 4 lanes past B's end; only lanes under the mask may be written, and their
+  // values come from A under the same mask (A is as short as B).
+  const int n = 20, lanes = 16;
+  Buffer a = flat_buffer("A", DataType::f32(), n), b = flat_buffer("B", DataType::f32(), n);
+  Expr idx = ramp(8, 1, lanes);
+  Expr lane_ok = ramp(8, 1, lanes) < broadcast(Expr(n), lanes) && eq(ramp(0, 1, lanes) % broadcast(Expr(2), lanes), broadcast(Expr(0), lanes));
+  Stmt body = buffer_store(b, select(lane_ok, buffer_load(a, {idx}) * 2.f, buffer_load(b, {idx})), {idx});
+  auto m = test::build({prim_func("masked_store", {a, b}, body)});
+  CHECK(test::contains(m.llvm_ir(), "llvm.masked.store"));
+  CHECK(test::contains(m.llvm_ir(), "llvm.masked.load"));
+  auto av = iota_floats(n, 1.f, 100.f);
+  std::vector<float> bv(n, -1.f);
+  NDArray B = array_for(b, bv);
+  test::run(m, "masked_store", {array_for(a, av), B});
+  for (int k = 0; k < n; ++k) {
+    bool written = k >= 8 && (k - 8) % 2 == 0;
+    REQUIRE(B.data<float>()[k] == (written ? av[k] * 2.f : -1.f));
+  }
+}

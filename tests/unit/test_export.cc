@@ -120,6 +120,37 @@ TEST_CASE("an exported model loads and computes what the reference computes", "[
   }
 }
 
+TEST_CASE("the per-node profile lists every kernel, only while profiling is on", "[export][runtime][profile]") {
+  ScratchDir dir;
+  DenseModel dm;
+  export_library(dm.model, dir / "dense.so");
+  GraphExecutor exec = GraphExecutor::load(dir / "dense.so");
+  check_dense(exec, dm, 3);
+  CHECK(exec.profile().empty());
+  CHECK(exec.profile_table().empty());
+
+  exec.set_profiling(true);
+  for (int i = 0; i < 5; ++i) check_dense(exec, dm, 30 + i);  // profiling changes no numbers
+  exec.set_profiling(false);
+  exec.run();  // not recorded
+  const auto& prof = exec.profile();
+  const auto& nodes = exec.module().plan().nodes;
+  REQUIRE(prof.size() == nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    CHECK(prof[n].kernel == nodes[n].kernel);
+    CHECK(prof[n].label == nodes[n].label);
+    CHECK(prof[n].seconds.size() == 5);
+    for (double t : prof[n].seconds) CHECK(t >= 0);
+  }
+  std::string table = exec.profile_table();
+  for (const char* k : {"k_dense", "k_half", "k_rowsum"}) CHECK(table.find(k) != std::string::npos);
+  CHECK(table.find("dense+add+relu") != std::string::npos);
+  CHECK(std::count(table.begin(), table.end(), '\n') == static_cast<long>(nodes.size()) + 2);  // header + total
+
+  exec.set_profiling(true);  // a new profile starts empty
+  CHECK(exec.profile()[0].seconds.empty());
+}
+
 TEST_CASE("an input whose memory is planned to be reused is kept for repeated runs", "[export][runtime]") {
   ScratchDir dir;
   DenseModel dm(/*alias_input=*/true);

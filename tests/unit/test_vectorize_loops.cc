@@ -159,6 +159,28 @@ TEST_CASE("vectorize: loop forms: non-zero min, extent 1, inner loops first", "[
                     "i", "the body already holds vector expressions");
 }
 
+TEST_CASE("vectorize: a lane-guarded store becomes the masked-store form, even past the buffer or in parallel",
+          "[vectorize]") {
+  // select(cond, new, A[idx]) stored to A[idx] is a masked store in the backend: masked-off
+  // lanes are never written, and the true side's loads are masked, so neither bounds nor other
+  // threads constrain it.
+  Buffer b = Buffer::make("B", DataType::f32(), {64});
+  Buffer small = Buffer::make("S", DataType::f32(), {10});
+  Var i("i"), j("j");
+  std::vector<std::string> notes;
+  // The last row's guard is a bounds check: i*16 + j reaches 79.
+  Stmt tail = for_loop(i, 0, 5, ForKind::Parallel,
+                       vfor(j, 16, if_then_else(i * 16 + j < 64, buffer_store(b, 1.0f, {i * 16 + j}))));
+  CHECK(to_string(vectorize_loops(tail, &notes)) ==
+        "parallel for (i, 0, 5) {\n"
+        "  B[ramp(i*16, 1, 16)] = select(ramp(i*16, 1, 16) < broadcast(64, 16), broadcast(1f, 16), B[ramp(i*16, 1, 16)])\n"
+        "}\n");
+  // A guarded read past its buffer.
+  CHECK(to_string(vectorize_loops(vfor(j, 16, if_then_else(j < 10, buffer_store(b, buffer_load(small, {j}), {j}))), &notes)) ==
+        "B[ramp(0, 1, 16)] = select(ramp(0, 1, 16) < broadcast(10, 16), S[ramp(0, 1, 16)], B[ramp(0, 1, 16)])\n");
+  CHECK(notes.empty());
+}
+
 TEST_CASE("vectorize: fallbacks keep the loop serial and say why", "[vectorize]") {
   Buffer a = Buffer::make("A", DataType::f32(), {64});
   Buffer b = Buffer::make("B", DataType::f32(), {64});
@@ -190,22 +212,12 @@ TEST_CASE("vectorize: fallbacks keep the loop serial and say why", "[vectorize]"
                       "for (j, 0, 4) {\n  if (j < 2) {\n    B[j] = 0f\n    A[j] = 0f\n  }\n}\n", "j",
                       "an if condition depends on the lane and its branches are not one store to one location");
   }
-  SECTION("a lane condition guarding an access that would leave the buffer") {
-    // i*16 + j reaches 64 + 15 = 79 on the last row: the guard is a bounds check.
-    check_kept_serial(for_loop(i, 0, 5, ForKind::Serial,
-                               vfor(j, 16, if_then_else(i * 16 + j < 64, buffer_store(b, 1.0f, {i * 16 + j})))),
-                      "for (i, 0, 5) {\n  for (j, 0, 16) {\n    if (i*16 + j < 64) {\n      B[i*16 + j] = 1f\n    }\n  }\n}\n",
-                      "j", "an if condition depends on the lane and 'B' may be accessed out of bounds");
-    // Reads are checked too: here the store is in bounds but the guarded load is not.
+  SECTION("a lane condition guarding an access in a let, which runs for every lane") {
     Buffer small = Buffer::make("S", DataType::f32(), {10});
-    check_kept_serial(vfor(j, 16, if_then_else(j < 10, buffer_store(b, buffer_load(small, {j}), {j}))),
-                      "for (j, 0, 16) {\n  if (j < 10) {\n    B[j] = S[j]\n  }\n}\n", "j",
+    Var v("v", DataType::f32());
+    check_kept_serial(vfor(j, 16, if_then_else(j < 10, let_stmt(v, buffer_load(small, {j}), buffer_store(b, v, {j})))),
+                      "for (j, 0, 16) {\n  if (j < 10) {\n    let v = S[j]\n    B[j] = v\n  }\n}\n", "j",
                       "an if condition depends on the lane and 'S' may be accessed out of bounds");
-  }
-  SECTION("a lane condition under a parallel loop: masked-off lanes could race") {
-    check_kept_serial(for_loop(i, 0, 4, ForKind::Parallel, vfor(j, 16, if_then_else(j < 15, buffer_store(b, 1.0f, {i * 16 + j})))),
-                      "parallel for (i, 0, 4) {\n  for (j, 0, 16) {\n    if (j < 15) {\n      B[i*16 + j] = 1f\n    }\n  }\n}\n",
-                      "j", "an if condition depends on the lane and a masked store under a parallel loop could race with other threads");
   }
   SECTION("a lane condition guarding an integer division") {
     Buffer n = Buffer::make("N", DataType::i32(), {16});

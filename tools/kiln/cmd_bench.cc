@@ -1,6 +1,9 @@
 // kiln bench OUT.so [--threads T] [--repeat N]: median latency of a compiled model on seeded
-// random inputs. Prints "median X ms".
+// random inputs. Prints "median X ms". --profile then times every node separately (the
+// runtime's per-node profile) and prints each kernel's median and share, slowest first.
 #include <iostream>
+
+#include "kiln/runtime/graph_executor.h"
 
 #include "commands.h"
 #include "kiln/autotune/measure_process.h"
@@ -8,16 +11,46 @@
 
 namespace kiln::cli {
 
+namespace {
+
+// A second executor of the same library, so the plain median above is never timed with clocks
+// around the nodes. Runs until each node has opts.repeat samples, and at least as long as the
+// plain timing did.
+void print_profile(const std::string& path, const autotune::TimerOptions& opts) {
+  runtime::GraphExecutor exec = runtime::GraphExecutor::load(path);
+  std::vector<relay::HostTensor> inputs;
+  for (int i = 0; i < exec.num_inputs(); ++i) {
+    const runtime::TensorInfo& ti = exec.input_info(i);
+    kiln_tensor_info info{};
+    info.name = ti.name.c_str();
+    info.dtype = ti.dtype;
+    info.ndim = static_cast<int32_t>(ti.shape.size());
+    info.shape = ti.shape.data();
+    inputs.push_back(random_tensor(info, 1234 + i));
+    exec.set_input(i, view_of(inputs.back()));
+  }
+  for (int i = 0; i < opts.warmup; ++i) exec.run();
+  exec.set_profiling(true);
+  int runs = std::max(opts.repeat, 10) * 5;
+  for (int i = 0; i < runs; ++i) exec.run();
+  exec.set_profiling(false);
+  std::cout << "\nprofile (" << runs << " runs, median per node)\n" << exec.profile_table();
+}
+
+}  // namespace
+
 void add_bench(CLI::App& app, int* status) {
   struct Args {
     std::string module;
     int threads = 0, repeat = 20;
+    bool profile = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("bench", "time a compiled model (median latency)");
   c->add_option("module", args->module, "the compiled model (.so)")->required();
   c->add_option("--threads", args->threads, "threads (default: KILN_NUM_THREADS, else all cores)");
   c->add_option("--repeat", args->repeat, "timed samples (each at least 0.1 s of runs)");
+  c->add_flag("--profile", args->profile, "also time every kernel and print them, slowest first");
   c->callback([args, status] {
     *status = guarded("bench", [&] {
       if (args->threads > 0) kiln_set_num_threads(args->threads);
@@ -30,6 +63,7 @@ void add_bench(CLI::App& app, int* status) {
       auto t = autotune::time_function([&] { m.run(); }, opts);
       std::cout << "threads " << kiln_get_num_threads() << ", " << opts.repeat << " samples\n";
       std::cout << "median " << t.median * 1e3 << " ms\n";
+      if (args->profile) print_profile(args->module, opts);
       return kOk;
     });
   });

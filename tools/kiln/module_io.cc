@@ -11,6 +11,8 @@ void check(kiln_status s, const char* what) {
   if (s != KILN_OK) KILN_THROW() << what << ": " << kiln_last_error();
 }
 
+}  // namespace
+
 DLTensor view_of(const relay::HostTensor& t) {
   DLTensor d{};
   d.data = const_cast<uint8_t*>(t.data());
@@ -20,8 +22,6 @@ DLTensor view_of(const relay::HostTensor& t) {
   d.shape = const_cast<int64_t*>(t.shape().data());
   return d;
 }
-
-}  // namespace
 
 ir::DataType from_dl(DLDataType t) {
   switch (t.code) {

@@ -34,6 +34,8 @@ class LoadedModel {
   kiln_module* mod_ = nullptr;
 };
 
+// A DLTensor view of a host tensor's bytes (valid while the tensor lives).
+DLTensor view_of(const relay::HostTensor& t);
 ir::DataType from_dl(DLDataType t);
 DLDataType to_dl(ir::DataType t);
 // A host tensor of the given info filled with seeded values in [-1, 1] (integers: small values).

@@ -66,6 +66,21 @@ class GraphExecutor {
   void get_output(int index, DLTensor& out) const;
   NDArray get_output(int index) const;
 
+  // Per-node profile, like TVM's debug executor: while profiling is on, run() reads a steady
+  // clock around every node call (only then: the off path costs one branch per run) and keeps
+  // each call's seconds. Turning it on clears what was kept.
+  struct NodeProfile {
+    std::string kernel;            // the kernel's symbol
+    std::string label;             // what it computes ("conv2d+add+relu")
+    std::vector<double> seconds;   // one sample per profiled run
+  };
+  void set_profiling(bool on);
+  // One entry per plan node, in plan order.
+  const std::vector<NodeProfile>& profile() const;
+  // The profile as a table, one line per node, slowest first: median ms, share of the sum of
+  // medians, samples, kernel, label; then the total. Empty when nothing was profiled.
+  std::string profile_table() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -3,12 +3,20 @@
 //  - A vector access with a Ramp index of stride 1 is one vector load/store at the ramp's
 //    base; a Broadcast index is a scalar load splatted; any other vector index (a strided
 //    Ramp, a computed index vector) is a gather/scatter (llvm.masked.gather/scatter:
-//    AVX-512 and AVX2 have them, elsewhere LLVM scalarizes).
+//    AVX-512 and AVX2 have them, elsewhere LLVM scalarizes). Except an unmasked load of a
+//    Ramp of small constant stride s (2..4: pooling windows, strided convs): one contiguous
+//    load of lanes*s elements, masked to the (lanes-1)*s+1 the ramp spans so it never reads
+//    past them, then a shuffle picking every s-th. A gather issues one load per lane (16
+//    for a zmm); this is s vector loads and s-1 permutes.
 //  - Inside the masked side of a vector Select (fs_.lane_mask), vector loads are masked and
 //    scalar loads only happen if some lane chooses that side.
+//  - A vector store of select(c, v, B[same index]) into B (what vectorize_loops makes of a
+//    lane-guarded store) is a masked store of v under c: lanes where c is false are not
+//    touched, so they may lie past the buffer or belong to another thread.
 //  - Memory representation: bool is a byte, bf16 the upper half of a float (to_storage /
 //    from_storage in codegen_expr.cc).
 #include "codegen_llvm.h"
+#include "kiln/ir/structural.h"
 #include "kiln/support/error.h"
 
 namespace kiln::codegen::llvm_backend {
@@ -95,6 +103,27 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
     llvm::Value* addr = element_address(buf, emit_index(ramp->base), DataType::i64());
     if (mask) v = builder_.CreateMaskedLoad(vty, addr, align, mask, zero, buf->name);
     else v = builder_.CreateAlignedLoad(vty, addr, align, buf->name);
+  } else if (auto s = ramp ? ir::as_const_int(ramp->stride) : std::nullopt;
+             s && *s >= 2 && *s <= 4 && t.lanes * *s <= 64) {
+    int64_t stride = *s, span = (t.lanes - 1) * stride + 1;
+    auto* wide = llvm::FixedVectorType::get(llvm::cast<llvm::VectorType>(vty)->getElementType(),
+                                            static_cast<unsigned>(t.lanes * stride));
+    llvm::Value* wide_mask;
+    if (mask) {
+      // Lane l's element sits at l*stride of the wide vector; the elements between are skipped.
+      std::vector<int> spread;
+      for (int64_t i = 0; i < t.lanes * stride; ++i) spread.push_back(i % stride == 0 ? static_cast<int>(i / stride) : t.lanes);
+      wide_mask = builder_.CreateShuffleVector(mask, llvm::Constant::getNullValue(mask->getType()), spread);
+    } else {
+      std::vector<llvm::Constant*> on;
+      for (int64_t i = 0; i < t.lanes * stride; ++i) on.push_back(builder_.getInt1(i < span));
+      wide_mask = llvm::ConstantVector::get(on);
+    }
+    llvm::Value* addr = element_address(buf, emit_index(ramp->base), DataType::i64());
+    llvm::Value* all = builder_.CreateMaskedLoad(wide, addr, align, wide_mask, llvm::Constant::getNullValue(wide), buf->name);
+    std::vector<int> pick;
+    for (int i = 0; i < t.lanes; ++i) pick.push_back(static_cast<int>(i * stride));
+    v = builder_.CreateShuffleVector(all, pick);
   } else {
     // Strided or general vector index: a gather (AVX-512/AVX2 have one; elsewhere LLVM
     // scalarizes it).
@@ -113,15 +142,34 @@ void CodeGenLLVM::emit_store(const ir::BufferStoreNode* op) {
   DataType t = op->value.dtype();
   KILN_USER_CHECK(t.element_of() == buf->dtype) << "kernel '" << kernel_name_ << "': store of " << t.str()
                                                 << " into '" << buf->name << "' of " << buf->dtype.str();
-  llvm::Value* value = to_storage(emit(op->value), t);
   llvm::Align align(static_cast<uint64_t>(buf->dtype.bytes()));
   if (t.is_scalar()) {
+    llvm::Value* value = to_storage(emit(op->value), t);
     KILN_USER_CHECK(idx.dtype().is_scalar()) << "kernel '" << kernel_name_ << "': scalar store to '" << buf->name
                                              << "' with a vector index";
     builder_.CreateAlignedStore(value, element_address(buf, emit_index(idx), DataType::i64()), align);
     return;
   }
   const auto* ramp = idx.as<ir::RampNode>();
+  if (const auto* sel = op->value.as<ir::SelectNode>(); sel && sel->condition.dtype().lanes == t.lanes && idx.dtype().lanes == t.lanes) {
+    const auto* old = sel->false_value.as<ir::BufferLoadNode>();
+    if (old && old->buffer->data.same_as(buf->data) && old->indices.size() == 1 && ir::structural_equal(old->indices[0], idx)) {
+      llvm::Value* c = emit(sel->condition);
+      llvm::Value* outer = fs_.lane_mask;
+      fs_.lane_mask = outer ? builder_.CreateAnd(outer, c) : c;
+      llvm::Value* v = to_storage(emit(sel->true_value), t);
+      llvm::Value* m = fs_.lane_mask;
+      fs_.lane_mask = outer;
+      if (ramp && ir::is_const_int(ramp->stride, 1)) {
+        builder_.CreateMaskedStore(v, element_address(buf, emit_index(ramp->base), DataType::i64()), align, m);
+      } else {
+        llvm::Value* vidx = emit(idx);
+        builder_.CreateMaskedScatter(v, element_address(buf, vidx, idx.dtype()), align, m);
+      }
+      return;
+    }
+  }
+  llvm::Value* value = to_storage(emit(op->value), t);
   if (ramp && ir::is_const_int(ramp->stride, 1)) {
     builder_.CreateAlignedStore(value, element_address(buf, emit_index(ramp->base), DataType::i64()), align);
     return;

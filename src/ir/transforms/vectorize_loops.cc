@@ -163,8 +163,8 @@ bool any_lane(const std::vector<Expr>& v) { return std::any_of(v.begin(), v.end(
 
 class Vectorizer : public StmtMutator {
  public:
-  Vectorizer(const Var& var, const Expr& min, int lanes, Env env, bool under_parallel)
-      : var_(var.get()), lanes_(lanes), env_(std::move(env)), under_parallel_(under_parallel) {
+  Vectorizer(const Var& var, const Expr& min, int lanes, Env env)
+      : var_(var.get()), lanes_(lanes), env_(std::move(env)) {
     ramp_ = ramp(min, make_int(min.dtype(), 1), lanes);
   }
 
@@ -340,9 +340,12 @@ class Vectorizer : public StmtMutator {
   }
 
   // if (lane-dependent cond) A[idx] = new [else A[idx] = other]  ->  A[idx] = select(cond, new, old).
-  // Safe only when running the store for every lane cannot fault or change what others see:
-  // every access in bounds, no integer division by a lane value, and no other thread that could
-  // be writing the masked-off elements meanwhile.
+  // Without an else, old is A[idx] itself, and the backend emits that form as a masked store
+  // that leaves the masked-off lanes alone (codegen_memory.cc); the select's true side runs
+  // under the lane mask too (its loads are masked). So only the lets, which run for every lane,
+  // need in-bounds accesses. With an else, every lane stores: safe only when that cannot fault
+  // or change what others see (every access in bounds, no other thread writing the masked-off
+  // elements meanwhile). Neither form may divide by a lane value that could be zero.
   Stmt if_to_select(const IfThenElseNode* op, const Expr& cond) {
     const std::string why = "an if condition depends on the lane and ";
     // Lets around the store run for every lane too; their values get the same checks.
@@ -354,7 +357,7 @@ class Vectorizer : public StmtMutator {
     if (!st || (op->else_case.defined() &&
                 (!el || !el->buffer.same_as(st->buffer) || !same_indices(el->indices, st->indices))))
       fail(why + "its branches are not one store to one location");
-    if (under_parallel_) fail(why + "a masked store under a parallel loop could race with other threads");
+    bool masked = el == nullptr;
     std::vector<std::pair<Var, Expr>> bindings;
     std::vector<Expr> values;
     for (const LetStmtNode* l : lets) {
@@ -372,10 +375,11 @@ class Vectorizer : public StmtMutator {
     auto check_access = [&](const Buffer& b, const std::vector<Expr>& idx) {
       if (idx.size() != 1 || !in_bounds(b, idx[0])) fail(why + "'" + b->name + "' may be accessed out of bounds");
     };
-    check_access(st->buffer, indices);
-    for (const Expr& v : values) {
-      post_order_visit(v, [&](const Expr& x) {
-        if (const auto* l = x.as<BufferLoadNode>()) check_access(l->buffer, l->indices);
+    if (!masked) check_access(st->buffer, indices);
+    for (size_t vi = 0; vi < values.size(); ++vi) {
+      bool under_mask = masked && vi >= lets.size();  // the select's sides, not a let
+      post_order_visit(values[vi], [&](const Expr& x) {
+        if (const auto* l = x.as<BufferLoadNode>(); l && !under_mask) check_access(l->buffer, l->indices);
         const auto* b = x.as<BinaryNode>();
         bool divides = b && b->dtype.is_integer() &&
                        (b->kind == ExprKind::Div || b->kind == ExprKind::Mod || b->kind == ExprKind::FloorDiv ||
@@ -429,7 +433,7 @@ class Vectorizer : public StmtMutator {
   const VarNode* var_;
   int lanes_;
   Env env_;
-  bool under_parallel_;
+
   Expr ramp_;
   VarMap<Expr> remap_;
   std::string reason_;
@@ -445,10 +449,7 @@ class LoopVectorizer : public StmtMutator {
   Stmt visit_for(const ForNode* op, const Stmt& self) override {
     auto mn = as_const_int(op->min), ext = as_const_int(op->extent);
     if (mn && ext && *ext > 0) env_[op->loop_var.get()] = Interval{*mn, *mn + *ext - 1};
-    bool parallel = op->for_kind == ForKind::Parallel || op->for_kind == ForKind::ThreadBinding;
-    parallel_depth_ += parallel;
     Stmt body = mutate_stmt(op->body);
-    parallel_depth_ -= parallel;
     env_.erase(op->loop_var.get());
     if (op->for_kind != ForKind::Vectorized) {
       if (body.same_as(op->body)) return self;
@@ -464,7 +465,7 @@ class LoopVectorizer : public StmtMutator {
     if (*ext > 65535) return serial("its extent " + std::to_string(*ext) + " exceeds the vector lanes a type can hold");
     Env env = env_;
     if (auto b = bound(op->min, env_)) env[op->loop_var.get()] = Interval{b->lo, b->hi + *ext - 1};
-    Vectorizer vectorizer(op->loop_var, op->min, static_cast<int>(*ext), std::move(env), parallel_depth_ > 0);
+    Vectorizer vectorizer(op->loop_var, op->min, static_cast<int>(*ext), std::move(env));
     Stmt out = vectorizer.run(body);
     return out.defined() ? out : serial(vectorizer.reason());
   }
@@ -479,7 +480,6 @@ class LoopVectorizer : public StmtMutator {
  private:
   std::vector<std::string>* notes_;
   Env env_;
-  int parallel_depth_ = 0;
 };
 
 }  // namespace

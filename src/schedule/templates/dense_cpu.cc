@@ -34,9 +34,10 @@ void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& 
 
   int64_t pi = largest_divisor(m, 8), pk = largest_divisor(k, 4);
   int64_t mr = cfg.define_split("tile_i", m, 2, {m / pi, pi}, 16)[1];
-  int64_t np = cfg.define_knob("panels", {1, 2}, nb % 2 == 0 ? 2 : 1);
-  if (nb % np != 0) np = 1;
+  int64_t np = cfg.define_knob("panels", {1, 2, 4}, nb % 2 == 0 ? 2 : 1);
+  while (nb % np != 0) np /= 2;  // a choice tuned for another shape: the largest that divides
   int64_t ku = cfg.define_split("tile_k", k, 2, {k / pk, pk}, 16)[1];
+  bool unroll_k = cfg.define_knob("unroll_k", {0, 1}, 1) == 1;
 
   if (!dense.same_as(tiled)) s[dense].compute_inline();
   Stage out = s[tiled];
@@ -54,7 +55,7 @@ void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& 
   auto bx = b.op_axis();  // i, panel, lane
   auto [ko, ki] = b.split(b.reduce_axis(0), ku);
   b.reorder({ko, ki, bx[0], bx[1], bx[2]});
-  b.unroll(ki);
+  if (unroll_k) b.unroll(ki);
   b.unroll(bx[0]);
   b.unroll(bx[1]);
   b.vectorize(bx[2]);

@@ -24,17 +24,38 @@ void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& p
   int64_t vec = cfg.define_knob("vec_ow", {0, 1}, 1);
 
   if (!pool.same_as(tiled) && !pc->is_reduction()) s[pool].compute_inline();
+  // A window reduction that is itself the output accumulates in a local tile instead, so the
+  // row can be vectorized with the window loops outside the lanes (a reduction stage's own
+  // axes cannot be: its reduce loops are innermost).
+  bool windowed = red.defined() && tiled.ndim() > 2;
+  if (vec && windowed && red.same_as(tiled)) red = s.cache_write(tiled, "local");
   Stage out = s[tiled];
   auto ax = out.op_axis();
   ir::IterVar plane = fuse_parallel(out, {ax[0], ax[1]});
   int64_t ow = tiled.shape().back();
   int64_t v = vector_width(ow, 16);
-  bool out_reduces = tiled.op().as<te::ComputeOpNode>()->is_reduction();
+  bool out_reduces = out->op.as<te::ComputeOpNode>()->is_reduction();  // the stage's op: after cache_write, a copy
+  ir::IterVar row = plane;
   if (vec && v >= 4 && ax.size() > 2 && !out_reduces) {
     auto [wo, wi] = out.split(ax.back(), v);
     out.vectorize(wi);
+    row = wo;
   }
-  if (red.defined() && !red.same_as(tiled)) s[red].compute_at(out, plane);
+  if (red.defined() && !red.same_as(tiled)) {
+    Stage r = s[red];
+    r.compute_at(out, row.same_as(plane) ? plane : row);
+    if (!row.same_as(plane)) {
+      // Window loops outside, the row's lanes inside: strided (stride-2) reads of the padded
+      // row become vector loads plus shuffles in codegen.
+      std::vector<ir::IterVar> order = r.op_axis();
+      order.pop_back();
+      auto rx = r.reduce_axis();
+      order.insert(order.end(), rx.begin(), rx.end());
+      order.push_back(r.op_axis().back());
+      r.reorder(order);
+      r.vectorize(r.op_axis().back());
+    }
+  }
   if (pad.defined()) {
     s[pad].compute_at(out, plane);
     vectorize_innermost(s[pad], 16);

@@ -8,10 +8,23 @@
 // the tiled stage (bias, residual add, relu): a fused conv + bias + add + relu is one pass.
 // The packed weight and the padded input are computed once per call at the root, in parallel.
 //
-// Knobs (schedule/config.h), defaults in brackets:
-//   tile_ow     [W/owr, owr]: output columns per tile (owr up to 16)  [largest divisor <= 14]
-//   oc_blocks   1 or 2 channel blocks per tile (2: twice the accumulators)   [2 when it fits]
-//   vec_out     1: vectorize the tile's write-out over columns; 0: unrolled scalars      [0]
+// Knobs (schedule/config.h), defaults in brackets. A tile holds ohr x owr x oc_blocks vector
+// accumulators; past about 28 they spill (slow but still correct).
+//   tile_ow      [W/owr, owr]: output columns per tile (owr up to 16)
+//                                               [8 when it divides W, else largest divisor <= 14]
+//   tile_oh      [H/ohr, ohr]: output rows per tile (ohr up to 4)             [1]
+//   oc_blocks    1, 2 or 4 channel blocks per tile (largest dividing)   [2 when owr*ohr <= 12]
+//   reduce_order 0: input channels outside the kernel window; 1: inside it    [0]
+//   unroll_kw    1: unroll the innermost kernel-window loop                   [0]
+//   tile_ic      [C/ci, ci] (2-d): C/ci > 1 makes a task one channel block's whole output
+//                plane, accumulated in a local buffer chunk by chunk of ci input channels (rows
+//                and columns tiled inside each chunk): every weight chunk feeds all rows at once
+//                                  [ci 32 on planes <= 28x28 with long reductions, else C]
+//   vec_out      1: vectorize the tile's write-out over columns; 0: unrolled scalars
+//                                                                     [1 when owr is 8 or 16]
+// Defaults measured on resnet18's shapes (1 thread, CPU time): each alternative tried
+// (oc_blocks 4, reduce_order 1, unroll_kw 1, tile_oh 2 or 4 with narrower columns) was as fast
+// or slower.
 #pragma once
 
 #include "kiln/schedule/config.h"
@@ -26,7 +39,8 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
 
 // The same register tiling for conv2d_nchwc (blocked layout in and out): the lanes of the output
 // block are already innermost, so the write-out is contiguous. `tiled` is conv itself or the
-// group's output of its shape. Knobs: tile_ow, oc_blocks as above.
+// group's output of its shape. Knobs: tile_ow, tile_oh, oc_blocks, reduce_order (channel blocks
+// outside or inside the window; the lanes of a channel block stay innermost), unroll_kw.
 void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
 
 }  // namespace kiln::schedule

@@ -5,8 +5,9 @@
 // stage, scope "local", computed at the tile) from the packed weight panels, and is written
 // out through the unpacking stage and any inlined elementwise tail (bias, activation).
 //   tile_i     [M/mr, mr] rows per tile                      [largest divisor of M <= 8]
-//   panels     1 or 2 panels per tile                         [2 when the panel count is even]
-//   tile_k     [K/ku, ku] reduction steps unrolled            [largest divisor of K <= 4]
+//   panels     1, 2 or 4 panels per tile (largest dividing)   [2 when the panel count is even]
+//   tile_k     [K/ku, ku] reduction steps per inner loop      [largest divisor of K <= 4]
+//   unroll_k   1: the ku steps unrolled; 0: a loop            [1]
 //
 // matmul (numpy batched matmul, no packing: the right operand's rows are already contiguous):
 // the last axis is vectorized in registers, the one before it unrolled, the batch dims fused

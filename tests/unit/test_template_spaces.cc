@@ -1,0 +1,123 @@
+// Every point of a template's knob space computes the right result: for the conv (NCHW and
+// blocked NCHWc), depthwise and dense CPU templates, random points of the recorded space (seeded,
+// so failures reproduce; the default point always included) are built, run and compared with a
+// plain-loop double reference (test_ops_b_ref.h), rtol 1e-5. The autotuner may pick any point,
+// so none may be wrong. Shapes are small but make every knob have several candidates.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <random>
+
+#include "kiln/te/ops/nn_conv.h"
+#include "test_ops_b_ref.h"
+#include "test_ops_b_util.h"
+
+using namespace kiln;
+using opsb_test::random_tensor;
+using relay::Attrs;
+using relay::HostTensor;
+
+namespace {
+const auto f32 = relay::DataType::f32();
+constexpr double kRtol = 1e-5, kAtol = 1e-5;
+// Random points per template besides the default; KILN_SPACE_POINTS=200 soaks.
+int points() {
+  const char* env = std::getenv("KILN_SPACE_POINTS");
+  return env ? std::atoi(env) : 12;
+}
+
+Attrs conv_attrs(std::vector<int64_t> s, std::vector<int64_t> p, int64_t g) {
+  Attrs a;
+  a.set_ints("strides", s).set_ints("padding", p).set_ints("dilation", {1, 1}).set_int("groups", g);
+  return a;
+}
+
+// Records the template's space on (outputs, anchor), checks it declares `knobs`, then builds
+// and checks the default and points() random points.
+void check_space(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, const opsb_test::Lowered& l,
+                 const std::vector<HostTensor>& inputs, const HostTensor& want, const std::vector<std::string>& knobs,
+                 uint32_t seed) {
+  schedule::ConfigSpace space;
+  schedule::Config rec(&space);
+  schedule::schedule_anchor_cpu(outputs, anchor, rec);
+  for (const std::string& k : knobs) {
+    INFO("knob " << k);
+    REQUIRE(space.find(k) != nullptr);
+    CHECK(space.find(k)->candidates.size() > 1);  // the shapes are chosen so every knob has a choice
+  }
+  INFO("space of " << space.size() << " points");
+  std::mt19937_64 rng(seed);
+  for (int p = 0, n = points(); p <= n; ++p) {
+    schedule::Config cfg = p == 0 ? schedule::Config() : schedule::Config::from_index(space, rng() % space.size());
+    schedule::Schedule s = schedule::schedule_anchor_cpu(outputs, anchor, cfg);
+    INFO("config " << cfg.str());
+    CHECK(opsb_test::compare(opsb_test::run(s, l, inputs)[0], want, kRtol, kAtol) == "");
+  }
+}
+}  // namespace
+
+TEST_CASE("conv template: random points of its space match the reference (with a bias + relu tail)", "[spaces]") {
+  // 40 output channels: 3 blocks of 16 (zero-padded), so oc_blocks 2 and 4 fall back.
+  // H 12 and W 10 give tile_oh {1,2,3,4} and tile_ow {1,2,5,10}.
+  for (auto [oc, stride] : {std::pair<int64_t, int64_t>{40, 1}, {64, 2}}) {
+    relay::Shape xs = {1, 5, 12 * stride, 10 * stride}, ws = {oc, 5, 3, 3};
+    auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
+                                   conv_attrs({stride, stride}, {1, 1, 1, 1}, 1));
+    te::Tensor conv = l.outputs[0];
+    te::Tensor bias = te::placeholder({oc}, f32, "bias");
+    te::Tensor out = te::compute(conv.shape(), [&](ir::Var n, ir::Var c, ir::Var h, ir::Var w) {
+      return ir::max(conv(n, c, h, w) + bias(c), ir::make_zero(f32));
+    }, "relu");
+    HostTensor x = random_tensor(f32, xs, 1), w = random_tensor(f32, ws, 2), b = random_tensor(f32, {oc}, 3);
+    opsb_ref::Dense want(opsb_ref::conv(x, w, {stride, stride}, {1, 1, 1, 1}, {1, 1}, 1));
+    opsb_ref::for_each(want.shape, [&](const opsb_ref::Index& i) { want.at(i) = std::max(0.0, want.at(i) + b.double_at(i[1])); });
+    opsb_test::Lowered run = l;
+    run.inputs.push_back(bias);
+    run.outputs = {out};
+    INFO("oc " << oc << " stride " << stride);
+    check_space({out}, conv, run, {x, w, b}, want.to(f32),
+                {"tile_ow", "tile_oh", "oc_blocks", "reduce_order", "unroll_kw", "vec_out", "tile_ic"}, 10 + oc);
+  }
+}
+
+TEST_CASE("conv2d_nchwc template: random points of its space match the reference", "[spaces]") {
+  const int64_t c = 8, h = 8, w = 10, oc = 64, ci = 4, co = 16;
+  HostTensor x = random_tensor(f32, {1, c, h, w}, 4), wt = random_tensor(f32, {oc, c, 3, 3}, 5);
+  opsb_ref::Dense xd(x), wd(wt), wantd(opsb_ref::conv(x, wt, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+  opsb_ref::Dense xb({1, c / ci, h, w, ci}), wb({oc / co, c / ci, 3, 3, ci, co}), wantb({1, oc / co, h, w, co});
+  opsb_ref::for_each(xd.shape, [&](const opsb_ref::Index& i) { xb.at({i[0], i[1] / ci, i[2], i[3], i[1] % ci}) = xd.at(i); });
+  opsb_ref::for_each(wd.shape, [&](const opsb_ref::Index& i) {
+    wb.at({i[0] / co, i[1] / ci, i[2], i[3], i[1] % ci, i[0] % co}) = wd.at(i);
+  });
+  opsb_ref::for_each(wantd.shape, [&](const opsb_ref::Index& i) { wantb.at({i[0], i[1] / co, i[2], i[3], i[1] % co}) = wantd.at(i); });
+  auto xp = te::placeholder(xb.shape, ir::DataType::f32(), "x");
+  auto wp = te::placeholder(wb.shape, ir::DataType::f32(), "w");
+  te::Tensor y = te::ops::conv2d_nchwc(xp, wp, te::ops::ConvNdAttrs{{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {}});
+  opsb_test::Lowered l;
+  l.inputs = {xp, wp};
+  l.outputs = {y};
+  check_space({y}, y, l, {xb.to(f32), wb.to(f32)}, wantb.to(f32), {"tile_ow", "tile_oh", "oc_blocks", "reduce_order", "unroll_kw"},
+              20);
+}
+
+TEST_CASE("depthwise template: random points of its space match the reference", "[spaces]") {
+  // W 32: vec_lanes {1, 4, 8, 16}, two vectors a row at the default; stride 2 exercises the
+  // stride-phase pad; W 28: vec_lanes {1, 4, 14}, 14 by default.
+  for (auto [stride, width] : {std::pair<int64_t, int64_t>{1, 32}, {2, 32}, {1, 28}}) {
+    relay::Shape xs = {1, 6, 8 * stride, width * stride}, ws = {6, 1, 3, 3};
+    auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
+                                   conv_attrs({stride, stride}, {1, 1, 1, 1}, 6));
+    HostTensor x = random_tensor(f32, xs, 6), w = random_tensor(f32, ws, 7);
+    HostTensor want = opsb_ref::conv(x, w, {stride, stride}, {1, 1, 1, 1}, {1, 1}, 6);
+    INFO("stride " << stride << " width " << width);
+    check_space(l.outputs, l.outputs[0], l, {x, w}, want, {"vec_lanes", "tile_ow", "tile_oh", "unroll_window"},
+                30 + stride + width);
+  }
+}
+
+TEST_CASE("dense template: random points of its space match the reference", "[spaces]") {
+  // 96 columns: 6 panels of 16, so panels 4 falls back to 2; M 6 and K 24 give several tiles.
+  auto l = opsb_test::lower_call("nn.dense", {relay::tensor_type(f32, {6, 24}), relay::tensor_type(f32, {96, 24})}, {});
+  HostTensor x = random_tensor(f32, {6, 24}, 8), w = random_tensor(f32, {96, 24}, 9);
+  check_space(l.outputs, l.outputs[0], l, {x, w}, opsb_ref::dense(x, w), {"tile_i", "panels", "tile_k", "unroll_k"}, 40);
+}
