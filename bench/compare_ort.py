@@ -31,7 +31,8 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=3, help="interleaved kiln/ORT rounds")
     p.add_argument("--repeat", type=int, default=10, help="timed samples per side per round")
-    p.add_argument("--tuning-log", help="passed to `kiln compile --tuning-log`")
+    p.add_argument("--tuning-log", help="also compile with `kiln compile --tuning-log LOG` and time that "
+                   "module in the same rounds (before/after columns)")
     return p.parse_args()
 
 
@@ -108,16 +109,21 @@ def main():
         case = os.path.join(models_dir, name)
         model = os.path.join(case, "model.onnx")
         so = os.path.join(out_dir, name + ".so")
-        compile_s = compile_model(kiln, model, so, a.tuning_log)
+        compile_s = compile_model(kiln, model, so, None)
+        modules = {"kiln": so}
+        if a.tuning_log:
+            modules["tuned"] = os.path.join(out_dir, name + ".tuned.so")
+            compile_model(kiln, model, modules["tuned"], a.tuning_log)
         # ORT twice: its default (worker threads spin-wait) and with spinning off. On a loaded
         # machine spinning threads lose their core to other processes and ORT's default runs
         # far slower; on a quiet one spinning is faster. kiln is compared with the better one.
         sessions = {"spin": ort_session(model, a.threads, spinning=True),
                     "nospin": ort_session(model, a.threads, spinning=False)}
         feeds = ort_inputs(sessions["spin"], case)
-        t = {"kiln": [], "spin": [], "nospin": []}
+        t = {key: [] for key in list(modules) + list(sessions)}
         for _ in range(a.rounds):
-            t["kiln"].append(kiln_median_ms(kiln, so, a.threads, a.repeat))
+            for key, path in modules.items():
+                t[key].append(kiln_median_ms(kiln, path, a.threads, a.repeat))
             for key, sess in sessions.items():
                 t[key].append(ort_median_ms(sess, feeds, a.repeat))
         med = {key: statistics.median(v) for key, v in t.items()}
@@ -129,11 +135,16 @@ def main():
     print(f"\n{a.threads} threads, batch 1, {a.rounds} interleaved rounds x {a.repeat} samples "
           f"(>= 0.1 s each); onnxruntime {ort.__version__}"
           + (f"; tuning log {a.tuning_log}" if a.tuning_log else "; untuned"))
-    print("| model | kiln ms | ORT ms (default, spinning) | ORT ms (spinning off) | kiln / faster ORT | kiln compile s |")
-    print("|---|---|---|---|---|---|")
+    tuned = bool(a.tuning_log)
+    print("| model | kiln ms" + (" (untuned) | kiln ms (tuned)" if tuned else "")
+          + " | ORT ms (default, spinning) | ORT ms (spinning off) | kiln / faster ORT"
+          + (" (untuned) | kiln / faster ORT (tuned)" if tuned else "") + " | kiln compile s |")
+    print("|---" * (8 if tuned else 6) + "|")
     for n, m, c in rows:
         best = min(m["spin"], m["nospin"])
-        print(f"| {n} | {m['kiln']:.2f} | {m['spin']:.2f} | {m['nospin']:.2f} | {m['kiln'] / best:.2f} | {c:.1f} |")
+        kiln_ms = f"{m['kiln']:.2f}" + (f" | {m['tuned']:.2f}" if tuned else "")
+        ratios = f"{m['kiln'] / best:.2f}" + (f" | {m['tuned'] / best:.2f}" if tuned else "")
+        print(f"| {n} | {kiln_ms} | {m['spin']:.2f} | {m['nospin']:.2f} | {ratios} | {c:.1f} |")
     fmt = lambda l: " ".join(f"{x:.2f}" for x in l)
     print(f"load average (1/5/15 min): before {fmt(load_before)}, after {fmt(load_after)}")
 
