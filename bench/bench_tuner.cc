@@ -8,7 +8,7 @@
 // module put through extract_tasks, exactly the task path of `kiln tune`. For every task and
 // seed, one run of N trials (default 128) with the explorer guided by the XGBoost model and one
 // with random search (the same tuner with the model never trained), no log, seeds outer and the
-// two searches alternating (so that load drift hits both alike); best-so-far GFLOPS
+// two searches taking turns at going first (so that load drift hits both alike); best-so-far GFLOPS
 // is read at 32, 64 and N trials of each run. Prints a table of means over seeds and closes with
 //   guided/random best GFLOPS at 64 trials: X
 // the geometric mean over tasks of (mean guided best) / (mean random best) at 64 trials. A task
@@ -116,9 +116,11 @@ int main(int argc, char** argv) {
     const uint64_t space = task.space().size();
     double mean[2][3] = {};
     int errors[2] = {};
-    // Seeds outer, methods inner: both searches see the same drift of a shared machine's load.
+    // Seeds outer, methods inner and taking turns at going first: both searches see the same
+    // drift of a shared machine's load, and neither always runs right after the other.
     for (int s = 0; s < seeds; ++s) {
-      for (int guided = 1; guided >= 0; --guided) {
+      for (int turn = 0; turn < 2; ++turn) {
+        const int guided = (s + turn) % 2 == 0 ? 1 : 0;
         TunerOptions o;
         o.trials = trials;
         o.seed = static_cast<uint64_t>(s) + 1;
