@@ -1,12 +1,13 @@
 // Cost-model-guided search against random search, on real kernels, at equal trial budgets.
 //
-//   bench_tuner [--trials N] [--seeds S] [--filter SUBSTRING] [--timeout SEC]
+//   bench_tuner [--trials N] [--seeds S] [--filter SUBSTRING] [--timeout SEC] [--min-train M]
 //
 // Tasks: SGEMM 512 and 1024 (nn.matmul of two inputs), three resnet18 3x3 convolutions (64ch at
 // 56x56, 128ch at 28x28, 256ch at 14x14, batch 1, NCHW, constant weights prepacked as in a
 // model) and mobilenet_v2's depthwise 3x3 over 144 channels at 56x56. Each is a single-op relay
 // module put through extract_tasks, exactly the task path of `kiln tune`. For every task and
-// seed, one run of N trials (default 128) with the explorer guided by the XGBoost model and one
+// seed, one run of N trials (default 128) with the explorer guided by the XGBoost model (trained
+// from M measurements on, default the tuner's) and one
 // with random search (the same tuner with the model never trained), no log, seeds outer and the
 // two searches taking turns at going first (so that load drift hits both alike); best-so-far GFLOPS
 // is read at 32, 64 and N trials of each run. Prints a table of means over seeds and closes with
@@ -68,6 +69,7 @@ double at(const std::vector<double>& curve, size_t trials) {
 
 int main(int argc, char** argv) {
   int trials = 128, seeds = 3;
+  int min_train = TunerOptions().min_train_samples;
   double timeout = 10;
   std::string filter;
   for (int i = 1; i < argc; ++i) {
@@ -83,8 +85,9 @@ int main(int argc, char** argv) {
     else if (a == "--seeds") seeds = std::atoi(next());
     else if (a == "--filter") filter = next();
     else if (a == "--timeout") timeout = std::atof(next());
+    else if (a == "--min-train") min_train = std::atoi(next());
     else {
-      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUBSTRING] [--timeout SEC]\n");
+      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUBSTRING] [--timeout SEC] [--min-train M]\n");
       return 2;
     }
   }
@@ -126,7 +129,7 @@ int main(int argc, char** argv) {
         o.seed = static_cast<uint64_t>(s) + 1;
         o.timeout_s = timeout;
         // Random search: the same explorer, with a model that never gets enough samples to train.
-        if (!guided) o.min_train_samples = std::numeric_limits<int>::max();
+        o.min_train_samples = guided ? min_train : std::numeric_limits<int>::max();
         TuneResult r = tune(task, o);
         errors[guided] += r.errors;
         for (int m = 0; m < 3; ++m) mean[guided][m] += at(r.best_gflops_curve, marks[m]) / seeds;
