@@ -14,18 +14,27 @@
 
 namespace kiln::autotune {
 
+namespace {
+
+int64_t numel_of(const ir::Buffer& param) {
+  int64_t n = 1;
+  for (const ir::Expr& d : param->shape) {
+    std::optional<int64_t> v = ir::as_const_int(d);
+    KILN_USER_CHECK(v.has_value()) << "parameter '" << param->name << "' has a non-constant shape";
+    n *= *v;
+  }
+  return n;
+}
+
+}  // namespace
+
 // One kernel argument: 64-byte aligned (the kernels' contract), static shape.
 struct KernelReference::Buffer {
   ir::DataType dtype;
   int64_t numel = 1;
   std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
 
-  explicit Buffer(const ir::Buffer& param) : dtype(param->dtype) {
-    for (const ir::Expr& d : param->shape) {
-      std::optional<int64_t> v = ir::as_const_int(d);
-      KILN_USER_CHECK(v.has_value()) << "parameter '" << param->name << "' has a non-constant shape";
-      numel *= *v;
-    }
+  explicit Buffer(const ir::Buffer& param) : dtype(param->dtype), numel(numel_of(param)) {
     const size_t bytes = (static_cast<size_t>(numel) * dtype.bytes() + 63) / 64 * 64;
     data.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes)));
     KILN_USER_CHECK(data != nullptr) << "cannot allocate " << bytes << " bytes for parameter '" << param->name << "'";
@@ -110,7 +119,7 @@ std::shared_ptr<const KernelReference> KernelReference::make(const codegen::Modu
   KILN_USER_CHECK(r.ok()) << "the reference run of kernel '" << func.name << "' failed: " << r.error;
   size_t at = 0;
   for (const ir::Buffer& p : ref->output_params_) {
-    const int64_t n = Buffer(p).numel;
+    const int64_t n = numel_of(p);
     KILN_CHECK(at + static_cast<size_t>(n) <= r.values.size()) << "reference outputs of '" << func.name << "' cut short";
     ref->expected_.emplace_back(r.values.begin() + static_cast<long>(at), r.values.begin() + static_cast<long>(at + n));
     at += static_cast<size_t>(n);
