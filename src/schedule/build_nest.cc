@@ -55,11 +55,37 @@ class NestBuilder {
       inner = tensorize_nest(ctx_, s_, tp, update, values_);
       if (!update) r = n;  // the intrinsic's body initializes
     } else {
+      // Partial sums (Stage::partial_sums) under leaf p: the update goes to a local accumulator
+      // indexed by the data-parallel loops inside p, zeroed at the top of p's body and added to
+      // the stage's buffer at its end.
+      size_t p = n;
+      for (size_t q = 0; q < n; ++q) {
+        const IterVarAttr* a = attr(leaves_[q]);
+        if (a && a->partial_sum) p = q;
+      }
+      if (p < n) {
+        KILN_USER_CHECK(r < n && p >= r && bodies_[0].as<ir::ReduceNode>()->combiner->lhs.size() == 1)
+            << "partial_sums: loop '" << leaves_[p]->var.name() << "' of stage '" << s_.origin_op.name()
+            << "' must be inside the outermost reduce loop of a single-valued reduction";
+        std::vector<ir::Expr> shape;
+        for (size_t q = p + 1; q < n; ++q) {
+          int64_t ext = const_extent(ctx_.b.ranges.at(leaves_[q].get()));
+          if (leaves_[q]->iter_kind != ir::IterKind::Reduce && ext > 1) {
+            shape.push_back(i32(ext));
+            part_index_.push_back(ctx_.b.loop_vars.at(leaves_[q].get()));
+          }
+        }
+        if (shape.empty()) shape.push_back(i32(1)), part_index_.push_back(i32(0));
+        const ir::Buffer& main = ctx_.storage.at(&s_)[0].buffer;
+        part_ = ir::Buffer::make(main->name + ".part", main->dtype, shape, "local");
+        part_at_ = p;
+      }
       inner = update_stmt();
     }
     ir::Stmt init = r < n ? init_stmt(r) : ir::Stmt();
     for (size_t q = std::min(tp, n); q-- > 0;) {
       ir::Stmt body = q + 1 == r ? ir::seq({init, inner}) : inner;
+      if (q == part_at_) body = ir::allocate(part_, ir::seq({part_points(false), body, part_points(true)}));
       inner = make_loop(q, wrap_attached(q, body));
     }
     return r == 0 ? ir::seq({init, inner}) : inner;
@@ -150,7 +176,11 @@ class NestBuilder {
       src.push_back(ctx_.to_buffers(red->source[v], vmap));
     }
     ir::Stmt update;
-    if (slots == 1) {
+    if (slots == 1 && part_.defined()) {
+      ir::Expr acc = ir::buffer_load(part_, part_index_);
+      ir::Expr value = ir::substitute(comb.result[0], {{comb.lhs[0].get(), acc}, {comb.rhs[0].get(), src[0]}});
+      update = ir::buffer_store(part_, value, part_index_);
+    } else if (slots == 1) {
       ir::Expr value = ir::substitute(comb.result[0], {{comb.lhs[0].get(), old[0]}, {comb.rhs[0].get(), src[0]}});
       update = ir::buffer_store(ctx_.storage.at(&s_)[0].buffer, value, store_indices(values_, 0));
     } else {
@@ -209,6 +239,47 @@ class NestBuilder {
     return body;
   }
 
+  // The partial accumulator's identity stores (combine false), or its sums into the stage's
+  // buffer (combine true), for every data-parallel point inside leaf part_at_, with fresh loops.
+  ir::Stmt part_points(bool combine) {
+    ValueMap values = values_;
+    std::vector<std::pair<size_t, ir::Var>> loops;
+    std::vector<ir::Expr> pidx;
+    for (size_t q = part_at_ + 1; q < leaves_.size(); ++q) {
+      const ir::IterVar& leaf = leaves_[q];
+      if (leaf->iter_kind == ir::IterKind::Reduce) continue;
+      ir::Var v(leaf->var.name() + (combine ? ".sum" : ".zero"), leaf->var.dtype());
+      int64_t ext = const_extent(ctx_.b.ranges.at(leaf.get()));
+      if (ext > 1) {
+        ctx_.ana.bind(v, ir::Range(i32(0), i32(ext)));
+        loops.emplace_back(q, v);
+        pidx.push_back(v);
+      }
+      values[leaf.get()] = leaf_value(leaf, v);
+    }
+    if (pidx.empty()) pidx.push_back(i32(0));
+    auto* red = bodies_[0].as<ir::ReduceNode>();
+    const ir::CommReducerNode& comb = *red->combiner;
+    ir::Stmt body;
+    if (combine) {
+      pass_up_index(s_, ctx_.b, &values);
+      const ir::Buffer& main = ctx_.storage.at(&s_)[0].buffer;
+      std::vector<ir::Expr> idx = store_indices(values, 0);
+      ir::Expr value = ir::substitute(comb.result[0], {{comb.lhs[0].get(), ir::buffer_load(main, idx)},
+                                                       {comb.rhs[0].get(), ir::buffer_load(part_, pidx)}});
+      body = guarded(guard(values, false), ir::buffer_store(main, value, idx));
+    } else {
+      body = ir::buffer_store(part_, comb.identity[0], pidx);
+    }
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+      const ir::IterVar& leaf = leaves_[it->first];
+      const IterVarAttr* a = attr(leaf);
+      ir::ForKind kind = a ? a->for_kind : ir::ForKind::Serial;
+      body = ir::for_loop(it->second, i32(0), ctx_.b.ranges.at(leaf.get()).extent, kind, body, a ? a->thread_tag : "");
+    }
+    return body;
+  }
+
   ir::Stmt make_loop(size_t q, ir::Stmt body) const {
     const ir::IterVar& leaf = leaves_[q];
     const ir::Var& v = ctx_.b.loop_vars.at(leaf.get());
@@ -238,6 +309,10 @@ class NestBuilder {
   const std::vector<ir::Expr>& bodies_;
   const std::vector<ir::IterVar>& leaves_;
   ValueMap values_;
+  // Partial sums: the local accumulator, its indices in the update, and the leaf that owns it.
+  ir::Buffer part_;
+  std::vector<ir::Expr> part_index_;
+  size_t part_at_ = static_cast<size_t>(-1);
 };
 
 }  // namespace

@@ -172,6 +172,15 @@ void Stage::bind(const ir::IterVar& iv, const std::string& thread_tag) {
   annotate(*node_, iv, "bind", "bound to threads", ir::ForKind::ThreadBinding, false, thread_tag);
 }
 
+void Stage::partial_sums(const ir::IterVar& iv) {
+  require_compute(*node_, "partial_sums");
+  leaf_pos(*node_, iv, "partial_sums");
+  const auto* c = node_->op.as<te::ComputeOpNode>();
+  KILN_USER_CHECK(c->is_reduction()) << "partial_sums: stage '" << name() << "' is not a reduction";
+  for (auto& [other, a] : node_->attrs) a.partial_sum = false;  // one level of partial sums
+  node_->attrs[iv.get()].partial_sum = true;
+}
+
 void Stage::pragma(const ir::IterVar& iv, const std::string& key, ir::Expr value) {
   require_compute(*node_, "pragma");
   leaf_pos(*node_, iv, "pragma");

@@ -379,3 +379,40 @@ TEST_CASE("compute_at of the padding into a row tile of the convolution computes
         "}\n");
 }
 
+
+TEST_CASE("partial_sums: each iteration sums into a fresh accumulator, added to the output after", "[schedule]") {
+  Matmul m;
+  auto s = schedule::create({m.C});
+  auto st = s[m.C];
+  auto [ko, ki] = st.split(st.reduce_axis()[0], 8);
+  st.reorder({st.op_axis(0), ko, st.op_axis(1), ki});
+  st.partial_sums(ko);
+  CHECK(lowered_body(s, m.args()) ==
+        "for (i, 0, 64) {\n"
+        "  for (j.init, 0, 48) {\n"
+        "    C[i, j.init] = 0f\n"
+        "  }\n"
+        "  for (k.outer, 0, 4) {\n"
+        "    allocate C.part: float32[48], local\n"
+        "    for (j.zero, 0, 48) {\n"
+        "      C.part[j.zero] = 0f\n"
+        "    }\n"
+        "    for (j, 0, 48) {\n"
+        "      for (k.inner, 0, 8) {\n"
+        "        C.part[j] = C.part[j] + A[i, k.outer*8 + k.inner]*B[k.outer*8 + k.inner, j]\n"
+        "      }\n"
+        "    }\n"
+        "    for (j.sum, 0, 48) {\n"
+        "      C[i, j.sum] = C[i, j.sum] + C.part[j.sum]\n"
+        "    }\n"
+        "  }\n"
+        "}\n");
+}
+
+TEST_CASE("partial_sums: only inside the outermost reduce loop of a reduction", "[schedule]") {
+  Matmul m;
+  auto s = schedule::create({m.C});
+  auto st = s[m.C];
+  st.partial_sums(st.op_axis(0));  // outside k: rejected when lowered
+  CHECK_THROWS_WITH(lowered_body(s, m.args()), Catch::Contains("must be inside the outermost reduce loop"));
+}

@@ -43,6 +43,7 @@ struct IterVarAttr {
   std::string thread_tag;                                 // for ForKind::ThreadBinding
   std::vector<std::pair<std::string, ir::Expr>> pragmas;  // lowered to AttrStmt "pragma_<key>"
   std::shared_ptr<const TensorIntrin> tensor_intrin;      // tensorize the nest under this loop
+  bool partial_sum = false;                               // see Stage::partial_sums
 };
 
 enum class AttachKind : uint8_t { Root, Inline, At };
@@ -97,6 +98,11 @@ class Stage {
   void parallel(const ir::IterVar& iv);
   // Binds a loop to a GPU thread index: "blockIdx.x", "threadIdx.y", ...
   void bind(const ir::IterVar& iv, const std::string& thread_tag);
+  // Each iteration of loop iv (inside the stage's outermost reduce loop) sums its share of the
+  // reduction in a fresh local accumulator shaped like the data-parallel loops inside iv, added
+  // to the stage's buffer at the end of the iteration. Blocked summation: in float, one running
+  // sum of n terms gathers rounding error as n, chunks of k as k + n/k.
+  void partial_sums(const ir::IterVar& iv);
   // Wraps the loop in AttrStmt "pragma_<key>" = value.
   void pragma(const ir::IterVar& iv, const std::string& key, ir::Expr value = ir::Expr(1));
   // Replaces the loop nest under iv (iv and the loops inside it) by a call of `intrin`.
