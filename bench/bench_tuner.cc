@@ -1,6 +1,7 @@
 // Cost-model-guided search against random search, on real kernels, at equal trial budgets.
 //
-//   bench_tuner [--trials N] [--seeds S] [--filter SUBSTRING] [--timeout SEC] [--min-train M]
+//   bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M]
+//   bench_tuner --dataset DIR [--samples N] --filter SUB   (offline diagnosis of the cost model)
 //
 // Tasks: SGEMM 512 and 1024 (nn.matmul of two inputs), three resnet18 3x3 convolutions (64ch at
 // 56x56, 128ch at 28x28, 256ch at 14x14, batch 1, NCHW, constant weights prepacked as in a
@@ -61,6 +62,20 @@ relay::Module conv3x3(int64_t c, int64_t hw, int64_t stride, int64_t groups) {
   relay::Attrs a;
   a.set_ints("strides", {stride, stride}).set_ints("padding", {1, 1, 1, 1}).set_ints("dilation", {1, 1}).set_int("groups", groups);
   return relay::Module::make({x}, {relay::make_call("nn.conv2d", {x, weights({c, c / groups, 3, 3})}, a)}, {"y"});
+}
+
+// --filter: comma-separated substrings; a task runs when its name contains any of them.
+bool selected(const std::string& name, const std::string& filter) {
+  if (filter.empty()) return true;
+  size_t start = 0;
+  while (start <= filter.size()) {
+    size_t end = filter.find(',', start);
+    if (end == std::string::npos) end = filter.size();
+    const std::string part = filter.substr(start, end - start);
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+    start = end + 1;
+  }
+  return false;
 }
 
 struct Bench {
@@ -130,7 +145,7 @@ int dataset(const Task& task, const std::string& dir, int samples, double timeou
   std::vector<std::vector<float>> both = feats;
   for (size_t i = 0; i < both.size(); ++i) both[i].insert(both[i].end(), knobs[i].begin(), knobs[i].end());
   std::mt19937_64 rng(7);
-  const int draws = 20;
+  const int draws = 40;
   struct Kind {
     const char* name;
     const std::vector<std::vector<float>>* x;
@@ -194,6 +209,7 @@ int dataset(const Task& task, const std::string& dir, int samples, double timeou
   // unmeasured points of the whole pool (exhaustive scoring), retrained after each batch.
   for (const Kind& kind : kinds) {
     if (kind.objective != "rank:pairwise") continue;
+    for (size_t diversity : {size_t{1}, size_t{2}})
     for (int n_rand : {0, 1}) {
       double best32 = 0, best64 = 0, r32 = 0, r64 = 0;
       for (int d = 0; d < draws; ++d) {
@@ -222,10 +238,17 @@ int dataset(const Task& task, const std::string& dir, int samples, double timeou
           for (size_t i = 0; i < order.size(); ++i) order[i] = i;
           std::shuffle(order.begin(), order.end(), rng);  // ties broken at random
           std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a] > pred[b]; });
-          int took = 0;
-          for (size_t o : order) {
-            if (took >= 8 - n_rand) break;
-            picked.push_back(cand[o]), used[cand[o]] = true, ++took;
+          // Diverse first, as the explorer does: skip points within `diversity` knobs of one
+          // already in this batch, then relax.
+          const size_t start = picked.size();
+          for (size_t min_dist : {diversity, size_t{1}}) {
+            for (size_t o : order) {
+              if (picked.size() - start >= static_cast<size_t>(8 - n_rand)) break;
+              if (used[cand[o]]) continue;
+              bool far = true;
+              for (size_t q = start; q < picked.size(); ++q) far = far && point_distance(pts[cand[o]], pts[picked[q]]) >= min_dist;
+              if (far) picked.push_back(cand[o]), used[cand[o]] = true;
+            }
           }
           for (int r = 0; r < n_rand; ++r) {
             while (used[idx[next_random]]) ++next_random;
@@ -245,7 +268,7 @@ int dataset(const Task& task, const std::string& dir, int samples, double timeou
         }
         r64 += rb / draws;
       }
-      std::printf("replay %-30s %d random/batch: best@32 %.1f @64 %.1f   random @32 %.1f @64 %.1f\n", kind.name, n_rand,
+      std::printf("replay diversity %zu %-30s %d random/batch: best@32 %.1f @64 %.1f   random @32 %.1f @64 %.1f\n", diversity, kind.name, n_rand,
                   best32, best64, r32, r64);
     }
   }
@@ -277,7 +300,7 @@ int main(int argc, char** argv) {
     else if (a == "--dataset") dataset_dir = next();
     else if (a == "--samples") samples = std::atoi(next());
     else {
-      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUBSTRING] [--timeout SEC] [--min-train M]\n");
+      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M] | --dataset DIR [--samples N]\n");
       return 2;
     }
   }
@@ -295,7 +318,7 @@ int main(int argc, char** argv) {
   };
   if (!dataset_dir.empty()) {
     for (const Bench& b : benches) {
-      if (b.name.find(filter) == std::string::npos) continue;
+      if (!selected(b.name, filter)) continue;
       std::printf("%s\n", b.name.c_str());
       int rc = dataset(extract_tasks(b.module)[0].task, dataset_dir, samples, timeout);
       if (rc) return rc;
@@ -308,7 +331,7 @@ int main(int argc, char** argv) {
   double log_ratio_sum = 0, log_ratio_searched = 0;
   int tasks_done = 0, tasks_searched = 0;
   for (const Bench& b : benches) {
-    if (!filter.empty() && b.name.find(filter) == std::string::npos) continue;
+    if (!selected(b.name, filter)) continue;
     std::vector<GraphTask> tasks = extract_tasks(b.module);
     if (tasks.size() != 1) {
       std::fprintf(stderr, "bench_tuner: %s gave %zu tasks, expected 1\n", b.name.c_str(), tasks.size());
