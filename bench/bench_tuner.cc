@@ -1,6 +1,7 @@
 // Cost-model-guided search against random search, on real kernels, at equal trial budgets.
 //
-//   bench_tuner [--trials N] [--seeds S] [--filter SUBSTRING] [--timeout SEC] [--min-train M]
+//   bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M]
+//   bench_tuner --dataset DIR [--samples N] --filter SUB   (offline diagnosis of the cost model)
 //
 // Tasks: SGEMM 512 and 1024 (nn.matmul of two inputs), three resnet18 3x3 convolutions (64ch at
 // 56x56, 128ch at 28x28, 256ch at 14x14, batch 1, NCHW, constant weights prepacked as in a
@@ -24,7 +25,15 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "kiln/autotune/features.h"
 #include "kiln/autotune/graph_tasks.h"
+#include "kiln/autotune/records.h"
 #include "kiln/autotune/tuner.h"
 #include "kiln/relay/op.h"
 
@@ -55,6 +64,20 @@ relay::Module conv3x3(int64_t c, int64_t hw, int64_t stride, int64_t groups) {
   return relay::Module::make({x}, {relay::make_call("nn.conv2d", {x, weights({c, c / groups, 3, 3})}, a)}, {"y"});
 }
 
+// --filter: comma-separated substrings; a task runs when its name contains any of them.
+bool selected(const std::string& name, const std::string& filter) {
+  if (filter.empty()) return true;
+  size_t start = 0;
+  while (start <= filter.size()) {
+    size_t end = filter.find(',', start);
+    if (end == std::string::npos) end = filter.size();
+    const std::string part = filter.substr(start, end - start);
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 struct Bench {
   std::string name;
   relay::Module module;
@@ -65,13 +88,201 @@ double at(const std::vector<double>& curve, size_t trials) {
   return curve[std::min(trials, curve.size()) - 1];  // an exhausted space keeps its best
 }
 
+// Diagnosis mode (--dataset DIR): measures `samples` random configs of one task twice (two
+// random-search runs with the same seed visit the same points), logs to DIR, then judges the
+// cost model offline on that fixed data: trained on k random samples, how well does it rank the
+// rest (Spearman) and how fast is the best of its top 8, against the best of 64 random. This
+// separates "the model cannot rank" from "the explorer does not find what the model likes"
+// without the noise of a live search.
+int dataset(const Task& task, const std::string& dir, int samples, double timeout) {
+  const ConfigSpace space = task.space();
+  std::string stem = dir + "/" + task.name + "_" + std::to_string(space.size());
+  std::vector<TuningLog> logs;
+  for (const char* rep : {"_a.jsonl", "_b.jsonl"}) {
+    TuningLog log = read_log(stem + rep);
+    if (log.records.size() < static_cast<size_t>(samples)) {
+      TunerOptions o;
+      o.trials = samples;
+      o.seed = 12345;
+      o.timeout_s = timeout;
+      o.log_path = stem + rep;
+      o.min_train_samples = std::numeric_limits<int>::max();
+      tune(task, o);
+      log = read_log(stem + rep);
+    }
+    logs.push_back(std::move(log));
+  }
+  std::map<Point, double> second;
+  for (const TuningRecord& r : logs[1].records) second[record_config_to_point(space, r.config)] = r.ok() ? r.gflops : 0;
+  std::vector<Point> pts;
+  std::vector<double> g1, g2, g;
+  for (const TuningRecord& r : logs[0].records) {
+    Point p = record_config_to_point(space, r.config);
+    auto it = second.find(p);
+    if (it == second.end()) continue;
+    pts.push_back(p);
+    g1.push_back(r.ok() ? r.gflops : 0);
+    g2.push_back(it->second);
+    g.push_back(std::max(g1.back(), g2.back()));  // the less disturbed of two runs
+  }
+  std::printf("%zu points measured twice; repeatability: spearman %.3f", pts.size(), spearman_correlation(g1, g2));
+  double rel = 0;
+  for (size_t i = 0; i < g.size(); ++i) rel += g[i] > 0 ? std::fabs(g1[i] - g2[i]) / g[i] / g.size() : 0;
+  std::printf(", mean |a-b|/max %.3f, best %.1f GFLOPS\n", rel, *std::max_element(g.begin(), g.end()));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::vector<float>> feats;
+  for (const Point& p : pts) feats.push_back(extract_features(task.instantiate(space, p).func));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("feature extraction: %.2f ms per point (%zu features)\n", ms / pts.size(), feats[0].size());
+  // Knob values as features: log2 of each split factor / choice value.
+  std::vector<std::vector<float>> knobs;
+  for (const Point& p : pts) {
+    std::vector<float> row;
+    for (size_t k = 0; k < p.size(); ++k)
+      for (int64_t v : space.knobs()[k].candidates[p[k]]) row.push_back(std::log2(1.0f + static_cast<float>(v)));
+    knobs.push_back(row);
+  }
+  std::vector<std::vector<float>> both = feats;
+  for (size_t i = 0; i < both.size(); ++i) both[i].insert(both[i].end(), knobs[i].begin(), knobs[i].end());
+  std::mt19937_64 rng(7);
+  const int draws = 40;
+  struct Kind {
+    const char* name;
+    const std::vector<std::vector<float>>* x;
+    std::string objective;
+  };
+  const Kind kinds[] = {{"loop features, rank:pairwise", &feats, "rank:pairwise"},
+                        {"loop features, reg:squarederror", &feats, "reg:squarederror"},
+                        {"knob values, rank:pairwise", &knobs, "rank:pairwise"},
+                        {"loop+knob, rank:pairwise", &both, "rank:pairwise"}};
+  // Best of 64 random: the reference a guided search must beat.
+  double rand64 = 0;
+  for (int d = 0; d < 200; ++d) {
+    std::vector<size_t> idx(pts.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::shuffle(idx.begin(), idx.end(), rng);
+    double b = 0;
+    for (size_t i = 0; i < std::min<size_t>(64, idx.size()); ++i) b = std::max(b, g[idx[i]]);
+    rand64 += b / 200;
+  }
+  std::printf("best of 64 random (mean of 200 draws): %.1f GFLOPS\n", rand64);
+  for (const Kind& kind : kinds) {
+    for (int k : {8, 16, 32, 64}) {
+      if (static_cast<size_t>(k) + 16 > pts.size()) continue;
+      double rho = 0, top8 = 0, top1 = 0, rand8 = 0;
+      for (int d = 0; d < draws; ++d) {
+        std::vector<size_t> idx(pts.size());
+        for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+        std::shuffle(idx.begin(), idx.end(), rng);
+        CostModelOptions mo;
+        mo.objective = kind.objective;
+        mo.seed = static_cast<uint64_t>(d);
+        CostModel m(mo);
+        std::vector<std::vector<float>> rows;
+        std::vector<double> thr;
+        for (int i = 0; i < k; ++i) rows.push_back((*kind.x)[idx[i]]), thr.push_back(g[idx[i]]);
+        m.add("t", rows, thr);
+        m.train();
+        std::vector<std::vector<float>> rest;
+        std::vector<double> truth;
+        for (size_t i = k; i < idx.size(); ++i) rest.push_back((*kind.x)[idx[i]]), truth.push_back(g[idx[i]]);
+        std::vector<float> pred = m.predict(rest);
+        std::vector<double> predd(pred.begin(), pred.end());
+        rho += spearman_correlation(predd, truth) / draws;
+        std::vector<size_t> order(rest.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return predd[a] > predd[b]; });
+        double b8 = 0, r8 = 0;
+        for (size_t i = 0; i < 8; ++i) b8 = std::max(b8, truth[order[i]]), r8 = std::max(r8, truth[i]);
+        top8 += b8 / draws;
+        top1 += truth[order[0]] / draws;
+        rand8 += r8 / draws;
+        double bk = 0;
+        for (int i = 0; i < k; ++i) bk = std::max(bk, g[idx[i]]);
+        (void)bk;
+      }
+      std::printf("%-34s k=%-3d spearman %.3f  top-1 %.1f  best of top-8 %.1f  (best of 8 random %.1f)\n", kind.name, k,
+                  rho, top1, top8, rand8);
+    }
+  }
+  // The guided loop replayed on the pool: 8 random, then batches of 8 = the model's top
+  // unmeasured points of the whole pool (exhaustive scoring), retrained after each batch.
+  for (const Kind& kind : kinds) {
+    if (kind.objective != "rank:pairwise") continue;
+    for (size_t diversity : {size_t{1}, size_t{2}})
+    for (int n_rand : {0, 1}) {
+      double best32 = 0, best64 = 0, r32 = 0, r64 = 0;
+      for (int d = 0; d < draws; ++d) {
+        std::vector<size_t> idx(pts.size());
+        for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+        std::shuffle(idx.begin(), idx.end(), rng);
+        std::vector<bool> used(pts.size(), false);
+        std::vector<size_t> picked(idx.begin(), idx.begin() + 8);
+        for (size_t i : picked) used[i] = true;
+        size_t next_random = 8;
+        while (picked.size() < 64) {
+          CostModelOptions mo;
+          mo.seed = static_cast<uint64_t>(d);
+          CostModel m(mo);
+          std::vector<std::vector<float>> rows;
+          std::vector<double> thr;
+          for (size_t i : picked) rows.push_back((*kind.x)[i]), thr.push_back(g[i]);
+          m.add("t", rows, thr);
+          m.train();
+          std::vector<size_t> cand;
+          std::vector<std::vector<float>> cx;
+          for (size_t i = 0; i < pts.size(); ++i)
+            if (!used[i]) cand.push_back(i), cx.push_back((*kind.x)[i]);
+          std::vector<float> pred = m.predict(cx);
+          std::vector<size_t> order(cand.size());
+          for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+          std::shuffle(order.begin(), order.end(), rng);  // ties broken at random
+          std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a] > pred[b]; });
+          // Diverse first, as the explorer does: skip points within `diversity` knobs of one
+          // already in this batch, then relax.
+          const size_t start = picked.size();
+          for (size_t min_dist : {diversity, size_t{1}}) {
+            for (size_t o : order) {
+              if (picked.size() - start >= static_cast<size_t>(8 - n_rand)) break;
+              if (used[cand[o]]) continue;
+              bool far = true;
+              for (size_t q = start; q < picked.size(); ++q) far = far && point_distance(pts[cand[o]], pts[picked[q]]) >= min_dist;
+              if (far) picked.push_back(cand[o]), used[cand[o]] = true;
+            }
+          }
+          for (int r = 0; r < n_rand; ++r) {
+            while (used[idx[next_random]]) ++next_random;
+            picked.push_back(idx[next_random]), used[idx[next_random]] = true;
+          }
+        }
+        double b = 0;
+        for (size_t i = 0; i < 64; ++i) {
+          b = std::max(b, g[picked[i]]);
+          if (i == 31) best32 += b / draws;
+        }
+        best64 += b / draws;
+        double rb = 0;
+        for (size_t i = 0; i < 64; ++i) {
+          rb = std::max(rb, g[idx[i]]);
+          if (i == 31) r32 += rb / draws;
+        }
+        r64 += rb / draws;
+      }
+      std::printf("replay diversity %zu %-30s %d random/batch: best@32 %.1f @64 %.1f   random @32 %.1f @64 %.1f\n", diversity, kind.name, n_rand,
+                  best32, best64, r32, r64);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int trials = 128, seeds = 3;
   int min_train = TunerOptions().min_train_samples;
   double timeout = 10;
-  std::string filter;
+  std::string filter, dataset_dir;
+  int samples = 200;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -86,8 +297,10 @@ int main(int argc, char** argv) {
     else if (a == "--filter") filter = next();
     else if (a == "--timeout") timeout = std::atof(next());
     else if (a == "--min-train") min_train = std::atoi(next());
+    else if (a == "--dataset") dataset_dir = next();
+    else if (a == "--samples") samples = std::atoi(next());
     else {
-      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUBSTRING] [--timeout SEC] [--min-train M]\n");
+      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M] | --dataset DIR [--samples N]\n");
       return 2;
     }
   }
@@ -103,13 +316,22 @@ int main(int argc, char** argv) {
       {"resnet18_conv_256x14", conv3x3(256, 14, 1, 1)},
       {"mobilenet_v2_dw_144x56", conv3x3(144, 56, 1, 144)},
   };
+  if (!dataset_dir.empty()) {
+    for (const Bench& b : benches) {
+      if (!selected(b.name, filter)) continue;
+      std::printf("%s\n", b.name.c_str());
+      int rc = dataset(extract_tasks(b.module)[0].task, dataset_dir, samples, timeout);
+      if (rc) return rc;
+    }
+    return 0;
+  }
   const size_t marks[] = {32, 64, static_cast<size_t>(trials)};
   std::printf("%-24s %8s %-7s %9s %9s %9s  (mean best GFLOPS over %d seeds)\n", "task", "space", "search", "@32", "@64",
               ("@" + std::to_string(trials)).c_str(), seeds);
   double log_ratio_sum = 0, log_ratio_searched = 0;
   int tasks_done = 0, tasks_searched = 0;
   for (const Bench& b : benches) {
-    if (!filter.empty() && b.name.find(filter) == std::string::npos) continue;
+    if (!selected(b.name, filter)) continue;
     std::vector<GraphTask> tasks = extract_tasks(b.module);
     if (tasks.size() != 1) {
       std::fprintf(stderr, "bench_tuner: %s gave %zu tasks, expected 1\n", b.name.c_str(), tasks.size());

@@ -77,13 +77,32 @@ std::vector<Point> Explorer::anneal(const ScoreFn& score) {
       }
     }
   }
+  return best_first(std::move(visited));
+}
+
+std::vector<Point> Explorer::score_everything(const ScoreFn& score) {
+  if (all_.empty()) all_ = enumerate_space(space_);
+  std::vector<Point> pts;
+  pts.reserve(all_.size());
+  for (const Point& p : all_) {
+    if (!measured_.count(p)) pts.push_back(p);
+  }
+  std::vector<double> s = score(pts);
+  KILN_CHECK(s.size() == pts.size()) << "score function returned " << s.size() << " scores for " << pts.size() << " points";
+  std::map<Point, double> scored;
+  for (size_t i = 0; i < pts.size(); ++i) scored.emplace(std::move(pts[i]), std::isfinite(s[i]) ? s[i] : -std::numeric_limits<double>::infinity());
+  return best_first(std::move(scored));
+}
+
+std::vector<Point> Explorer::best_first(std::map<Point, double> scored) {
   std::vector<std::pair<double, Point>> order;
-  order.reserve(visited.size());
-  for (auto& [p, s] : visited) order.emplace_back(s, p);
-  // Best first; ties in point order, so the result does not depend on anything but the seed.
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
+  order.reserve(scored.size());
+  for (auto& [p, s] : scored) order.emplace_back(s, p);
+  // Trees give many points the same score (a leaf each), often hundreds at the top. Breaking
+  // those ties in point order would pick the lowest-indexed corner of the tie every batch;
+  // a seeded shuffle before the stable sort picks among them at random, reproducibly.
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[uniform_index(rng_, i)]);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<Point> out;
   out.reserve(order.size());
   for (auto& [s, p] : order) out.push_back(std::move(p));
@@ -97,7 +116,7 @@ std::vector<Point> Explorer::next_batch(size_t n, const ScoreFn& score) {
   const size_t n_random = score ? static_cast<size_t>(std::floor(opt_.epsilon * n + 0.5)) : n;
   const size_t n_guided = n - std::min(n, n_random);
   if (n_guided > 0) {
-    std::vector<Point> ranked = anneal(score);
+    std::vector<Point> ranked = space_.size() <= opt_.exhaustive_limit ? score_everything(score) : anneal(score);
     // Diverse first: skip points within `diversity` knobs of one already chosen; then relax
     // to any distinct point when the diverse ones run out.
     for (size_t min_dist : {opt_.diversity, size_t{1}}) {

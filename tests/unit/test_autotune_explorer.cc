@@ -216,3 +216,68 @@ TEST_CASE("explorer: small spaces run out cleanly; early stopping", "[autotune][
   CHECK(es.trials_since_improvement() == 11);
   CHECK(es.should_stop());
 }
+
+TEST_CASE("explorer: a small space is scored exhaustively; ties broken by the seed", "[autotune][explorer]") {
+  // 7 * 7 * 9 * 5 = 2205 points, under the exhaustive limit.
+  ConfigSpace space;
+  Config rec(&space);
+  rec.define_split("tile_x", 64, 2);
+  rec.define_split("tile_y", 64, 2);
+  rec.define_split("tile_k", 256, 2);
+  rec.define_knob("unroll", {0, 1, 2, 4, 8}, 0);
+  REQUIRE(space.size() <= ExplorerOptions().exhaustive_limit);
+  // A scorer whose top 8 are far apart from each other and from anything a random start would
+  // reach in a few annealing steps: points with every knob at its last candidate but one.
+  std::set<Point> top;
+  for (size_t k = 0; k < 4; ++k) {
+    Point p;
+    for (const Knob& kn : space.knobs()) p.push_back(kn.candidates.size() - 1);
+    p[k] = 0;
+    top.insert(p);
+    p[k] = 1;
+    top.insert(p);
+  }
+  REQUIRE(top.size() == 8);
+  size_t calls = 0, largest = 0;
+  Explorer::ScoreFn score = [&](const std::vector<Point>& pts) {
+    ++calls;
+    largest = std::max(largest, pts.size());
+    std::vector<double> out;
+    for (const Point& p : pts) out.push_back(top.count(p) ? 1.0 : 0.0);
+    return out;
+  };
+  ExplorerOptions o;
+  o.seed = 3;
+  o.epsilon = 0;
+  o.diversity = 1;
+  Explorer ex(space, o);
+  std::vector<Point> batch = ex.next_batch(8, score);
+  CHECK(calls == 1);                   // one call ...
+  CHECK(largest == space.size());      // ... with every (unmeasured) point
+  CHECK(std::set<Point>(batch.begin(), batch.end()) == top);
+  ex.update(batch, std::vector<double>(8, 1.0));
+  // Now all but the measured score 0: a tie over the whole rest, broken at random (not the
+  // lowest-indexed points), the same way for the same seed.
+  auto tie_batch = [&](uint64_t seed) {
+    ExplorerOptions t = o;
+    t.seed = seed;
+    Explorer e(space, t);
+    e.update(batch, std::vector<double>(8, 1.0));
+    return e.next_batch(8, score);
+  };
+  std::vector<Point> a = tie_batch(5), b = tie_batch(5), c = tie_batch(6);
+  CHECK(a == b);
+  CHECK(a != c);
+  size_t low = 0;
+  for (const Point& p : a) low += space.encode(p) < 64;
+  CHECK(low < 8);
+  for (const Point& p : a) CHECK_FALSE(top.count(p));
+  // With the limit at 0 the same space is annealed: many calls, none with the whole space.
+  calls = largest = 0;
+  ExplorerOptions sa = o;
+  sa.exhaustive_limit = 0;
+  Explorer ex_sa(space, sa);
+  ex_sa.next_batch(8, score);
+  CHECK(calls > 1);
+  CHECK(largest < space.size());
+}

@@ -1,7 +1,7 @@
 // The explorer decides which configurations to measure next. Simulated annealing over the
 // config space, scored by a scoring function (the cost model's prediction on the candidate's
-// features), in several chains that persist between batches; the best-scored points never
-// measured before make the batch, kept diverse (no near-duplicates), with a fraction epsilon of
+// features), in several chains that persist between batches (or, for a small space, every
+// point scored); the best-scored points never measured before make the batch, kept diverse (no near-duplicates), with a fraction epsilon of
 // uniformly random unmeasured points so that the model's blind spots are still visited.
 // Deterministic for a seed.
 #pragma once
@@ -27,6 +27,12 @@ struct ExplorerOptions {
   double epsilon = 0.1;       // fraction of each batch drawn at random among unmeasured points
   size_t diversity = 2;       // batch points differ in at least this many knobs when possible
   int early_stopping = 0;     // stop after this many trials without a better result (0: never)
+  // Spaces of at most this many points are not annealed: every unmeasured point is scored in
+  // one call and the best-scored ones make the batch. Short annealing visits a few hundred
+  // points of a space of thousands and misses most of what the model ranks highest; scoring
+  // them all costs one feature extraction per point (cached by the tuner, ~3 ms each for a
+  // conv) and one prediction per batch. 0: always anneal.
+  uint64_t exhaustive_limit = 8192;
 };
 
 class Explorer {
@@ -56,6 +62,9 @@ class Explorer {
 
  private:
   std::vector<Point> anneal(const ScoreFn& score);
+  std::vector<Point> score_everything(const ScoreFn& score);
+  // Points best score first; equal scores in an order drawn from the seed.
+  std::vector<Point> best_first(std::map<Point, double> scored);
   bool random_unmeasured(const std::set<Point>& taken, Point* out);
 
   ConfigSpace space_;
@@ -63,6 +72,7 @@ class Explorer {
   std::mt19937_64 rng_;
   std::set<Point> measured_;
   std::vector<Point> chains_;
+  std::vector<Point> all_;  // the whole space, enumerated once, when it is scored exhaustively
   double best_ = 0;
   Point best_point_;
   int since_best_ = 0;
