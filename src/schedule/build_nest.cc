@@ -230,13 +230,7 @@ class NestBuilder {
                                         store_indices(values, static_cast<int>(v))));
     }
     ir::Stmt body = guarded(guard(values, false), ir::seq(stores));
-    for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
-      const ir::IterVar& leaf = leaves_[it->first];
-      const IterVarAttr* a = attr(leaf);
-      ir::ForKind kind = a ? a->for_kind : ir::ForKind::Serial;
-      body = ir::for_loop(it->second, i32(0), ctx_.b.ranges.at(leaf.get()).extent, kind, body, a ? a->thread_tag : "");
-    }
-    return body;
+    return wrap_fresh_loops(loops, body);
   }
 
   // The partial accumulator's identity stores (combine false), or its sums into the stage's
@@ -271,6 +265,12 @@ class NestBuilder {
     } else {
       body = ir::buffer_store(part_, comb.identity[0], pidx);
     }
+    return wrap_fresh_loops(loops, body);
+  }
+
+  // Wraps `body` in fresh loops over the given leaves (index into leaves_, loop var), outermost
+  // first, each with its leaf's extent and loop kind.
+  ir::Stmt wrap_fresh_loops(const std::vector<std::pair<size_t, ir::Var>>& loops, ir::Stmt body) const {
     for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
       const ir::IterVar& leaf = leaves_[it->first];
       const IterVarAttr* a = attr(leaf);

@@ -283,6 +283,17 @@ std::string read_model_file(const std::string& path) {
   KILN_USER_CHECK(!in.bad()) << "cannot read ONNX model '" << path << "'";
   return ss.str();
 }
+
+// The graph inputs of the model at `path` that are not initializers (the ones a caller feeds).
+std::vector<::onnx::ValueInfoProto> data_inputs(const std::string& path) {
+  ::onnx::ModelProto model = parse_model(read_model_file(path), "'" + path + "'");
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  std::vector<::onnx::ValueInfoProto> out;
+  for (const auto& in : model.graph().input())
+    if (!inits.count(in.name())) out.push_back(in);
+  return out;
+}
 }  // namespace
 
 Module from_onnx_bytes(const std::string& bytes, const std::string& origin, const OnnxImportOptions& opts,
@@ -299,12 +310,8 @@ Module from_onnx(const std::string& path, const OnnxImportOptions& opts) {
 }
 
 std::vector<std::string> onnx_graph_inputs(const std::string& path) {
-  ::onnx::ModelProto model = parse_model(read_model_file(path), "'" + path + "'");
-  std::set<std::string> inits;
-  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
   std::vector<std::string> names;
-  for (const auto& in : model.graph().input()) {
-    if (inits.count(in.name())) continue;
+  for (const auto& in : data_inputs(path)) {
     check_tensor_input(in, "'" + path + "': graph input '" + in.name() + "'");
     names.push_back(in.name());
   }
@@ -312,12 +319,8 @@ std::vector<std::string> onnx_graph_inputs(const std::string& path) {
 }
 
 std::vector<std::string> onnx_symbolic_inputs(const std::string& path) {
-  ::onnx::ModelProto model = parse_model(read_model_file(path), "'" + path + "'");
-  std::set<std::string> inits;
-  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
   std::vector<std::string> names;
-  for (const auto& in : model.graph().input()) {
-    if (inits.count(in.name())) continue;
+  for (const auto& in : data_inputs(path)) {
     const auto& tt = in.type().tensor_type();
     bool symbolic = !tt.has_shape();
     for (const auto& dim : tt.shape().dim()) symbolic = symbolic || !dim.has_dim_value();
