@@ -10,6 +10,7 @@
 
 using namespace kiln;
 using opsb_test::check_op;
+using opsb_test::conv_attrs;
 using opsb_test::random_tensor;
 using relay::Attrs;
 using relay::HostTensor;
@@ -17,12 +18,6 @@ using relay::HostTensor;
 namespace {
 const auto f32 = relay::DataType::f32();
 constexpr double kRtol = 1e-4, kAtol = 1e-5;
-
-Attrs conv_attrs(std::vector<int64_t> s, std::vector<int64_t> p, std::vector<int64_t> d, int64_t g) {
-  Attrs a;
-  a.set_ints("strides", s).set_ints("padding", p).set_ints("dilation", d).set_int("groups", g);
-  return a;
-}
 
 struct Conv2dCase {
   relay::Shape x, w;

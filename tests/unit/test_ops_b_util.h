@@ -52,6 +52,14 @@ struct Lowered {
   }
 };
 
+// The attributes of nn.conv1d/conv2d and their transposes.
+inline relay::Attrs conv_attrs(std::vector<int64_t> strides, std::vector<int64_t> pads, std::vector<int64_t> dilation,
+                               int64_t groups) {
+  relay::Attrs a;
+  a.set_ints("strides", strides).set_ints("padding", pads).set_ints("dilation", dilation).set_int("groups", groups);
+  return a;
+}
+
 inline Shape te_shape(const Shape& s) { return s.empty() ? Shape{1} : s; }
 
 // Builds op(inputs of `types`, attrs) in the graph IR and lowers it with its registered FLower.

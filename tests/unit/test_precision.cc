@@ -16,7 +16,6 @@
 
 using namespace kiln;
 using opsb_test::random_tensor;
-using relay::Attrs;
 using relay::HostTensor;
 
 namespace {
@@ -42,9 +41,8 @@ double error_ulps(const HostTensor& got, const HostTensor& want) {
 
 double conv_error(int64_t c, int64_t oc, int64_t hw) {
   relay::Shape xs = {1, c, hw, hw}, ws = {oc, c, 1, 1};
-  Attrs a;
-  a.set_ints("strides", {1, 1}).set_ints("padding", {0, 0, 0, 0}).set_ints("dilation", {1, 1}).set_int("groups", 1);
-  auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)}, a);
+  auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
+                                 opsb_test::conv_attrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1));
   HostTensor x = random_tensor(f32, xs, 1, 0.0, 1.0), w = scaled_weights(ws, c, 2);
   schedule::Config cfg;
   schedule::Schedule s = schedule::schedule_anchor_cpu(l.outputs, l.outputs[0], cfg);

@@ -13,8 +13,8 @@
 #include "test_ops_b_util.h"
 
 using namespace kiln;
+using opsb_test::conv_attrs;
 using opsb_test::random_tensor;
-using relay::Attrs;
 using relay::HostTensor;
 
 namespace {
@@ -24,12 +24,6 @@ constexpr double kRtol = 1e-5, kAtol = 1e-5;
 int points() {
   const char* env = std::getenv("KILN_SPACE_POINTS");
   return env ? std::atoi(env) : 12;
-}
-
-Attrs conv_attrs(std::vector<int64_t> s, std::vector<int64_t> p, int64_t g) {
-  Attrs a;
-  a.set_ints("strides", s).set_ints("padding", p).set_ints("dilation", {1, 1}).set_int("groups", g);
-  return a;
 }
 
 // Records the template's space on (outputs, anchor), checks it declares `knobs`, then builds
@@ -62,7 +56,7 @@ TEST_CASE("conv template: random points of its space match the reference (with a
   for (auto [oc, stride] : {std::pair<int64_t, int64_t>{40, 1}, {64, 2}}) {
     relay::Shape xs = {1, 5, 12 * stride, 10 * stride}, ws = {oc, 5, 3, 3};
     auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
-                                   conv_attrs({stride, stride}, {1, 1, 1, 1}, 1));
+                                   conv_attrs({stride, stride}, {1, 1, 1, 1}, {1, 1}, 1));
     te::Tensor conv = l.outputs[0];
     te::Tensor bias = te::placeholder({oc}, f32, "bias");
     te::Tensor out = te::compute(conv.shape(), [&](ir::Var n, ir::Var c, ir::Var h, ir::Var w) {
@@ -106,7 +100,7 @@ TEST_CASE("depthwise template: random points of its space match the reference", 
   for (auto [stride, width] : {std::pair<int64_t, int64_t>{1, 32}, {2, 32}, {1, 28}}) {
     relay::Shape xs = {1, 6, 8 * stride, width * stride}, ws = {6, 1, 3, 3};
     auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
-                                   conv_attrs({stride, stride}, {1, 1, 1, 1}, 6));
+                                   conv_attrs({stride, stride}, {1, 1, 1, 1}, {1, 1}, 6));
     HostTensor x = random_tensor(f32, xs, 6), w = random_tensor(f32, ws, 7);
     HostTensor want = opsb_ref::conv(x, w, {stride, stride}, {1, 1, 1, 1}, {1, 1}, 6);
     INFO("stride " << stride << " width " << width);
