@@ -1,7 +1,10 @@
 // kiln bench OUT.so [--threads T] [--repeat N]: median latency of a compiled model on seeded
 // random inputs. Prints "median X ms". --profile then times every node separately (the
 // runtime's per-node profile) and prints each kernel's median and share, slowest first.
+#include <algorithm>
+#include <chrono>
 #include <iostream>
+#include <vector>
 
 #include "kiln/runtime/graph_executor.h"
 
@@ -32,9 +35,16 @@ void print_profile(const std::string& path, const autotune::TimerOptions& opts) 
   for (int i = 0; i < opts.warmup; ++i) exec.run();
   exec.set_profiling(true);
   int runs = std::max(opts.repeat, 10) * 5;
-  for (int i = 0; i < runs; ++i) exec.run();
+  std::vector<double> wall;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    exec.run();
+    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   exec.set_profiling(false);
-  std::cout << "\nprofile (" << runs << " runs, median per node)\n" << exec.profile_table();
+  std::sort(wall.begin(), wall.end());
+  std::cout << "\nprofile (" << runs << " runs, median per node)\n" << exec.profile_table()
+            << "median profiled run " << wall[wall.size() / 2] * 1e3 << " ms\n";
 }
 
 }  // namespace
