@@ -1,6 +1,6 @@
 // Cost-model-guided search against random search, on real kernels, at equal trial budgets.
 //
-//   bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M]
+//   bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M] [--no-transfer]
 //   bench_tuner --dataset DIR [--samples N] --filter SUB   (offline diagnosis of the cost model)
 //
 // Tasks: SGEMM 512 and 1024 (nn.matmul of two inputs), three resnet18 3x3 convolutions (64ch at
@@ -8,7 +8,8 @@
 // model) and mobilenet_v2's depthwise 3x3 over 144 channels at 56x56. Each is a single-op relay
 // module put through extract_tasks, exactly the task path of `kiln tune`. For every task and
 // seed, one run of N trials (default 128) with the explorer guided by the XGBoost model (trained
-// from M measurements on, default the tuner's) and one
+// from M measurements on, default the tuner's; one model per seed carried over from the earlier
+// tasks in the order below, as `kiln tune` carries it over a model's tasks) and one
 // with random search (the same tuner with the model never trained), no log, seeds outer and the
 // two searches taking turns at going first (so that load drift hits both alike); best-so-far GFLOPS
 // is read at 32, 64 and N trials of each run. Prints a table of means over seeds and closes with
@@ -283,6 +284,7 @@ int main(int argc, char** argv) {
   double timeout = 10;
   std::string filter, dataset_dir;
   int samples = 200;
+  bool transfer = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -299,8 +301,9 @@ int main(int argc, char** argv) {
     else if (a == "--min-train") min_train = std::atoi(next());
     else if (a == "--dataset") dataset_dir = next();
     else if (a == "--samples") samples = std::atoi(next());
+    else if (a == "--no-transfer") transfer = false;
     else {
-      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M] | --dataset DIR [--samples N]\n");
+      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M] [--no-transfer] | --dataset DIR [--samples N]\n");
       return 2;
     }
   }
@@ -326,8 +329,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   const size_t marks[] = {32, 64, static_cast<size_t>(trials)};
+  std::printf("guided: XGBoost-ranked explorer, %s; random: random search\n",
+              transfer ? "one cost model per seed carried from task to task (as kiln tune does)" : "a fresh cost model per task (--no-transfer)");
   std::printf("%-24s %8s %-7s %9s %9s %9s  (mean best GFLOPS over %d seeds)\n", "task", "space", "search", "@32", "@64",
               ("@" + std::to_string(trials)).c_str(), seeds);
+  // Guided search carries one cost model per seed from task to task, as `kiln tune` does
+  // (transfer: a task's first batch is ranked by what the earlier tasks measured); random search
+  // has nothing to carry. --no-transfer gives each guided run a fresh model.
+  std::vector<CostModel> carried(static_cast<size_t>(seeds));
   double log_ratio_sum = 0, log_ratio_searched = 0;
   int tasks_done = 0, tasks_searched = 0;
   for (const Bench& b : benches) {
@@ -352,7 +361,7 @@ int main(int argc, char** argv) {
         o.timeout_s = timeout;
         // Random search: the same explorer, with a model that never gets enough samples to train.
         o.min_train_samples = guided ? min_train : std::numeric_limits<int>::max();
-        TuneResult r = tune(task, o);
+        TuneResult r = guided && transfer ? tune(task, o, &carried[static_cast<size_t>(s)]) : tune(task, o);
         errors[guided] += r.errors;
         for (int m = 0; m < 3; ++m) mean[guided][m] += at(r.best_gflops_curve, marks[m]) / seeds;
       }

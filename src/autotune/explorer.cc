@@ -12,6 +12,8 @@ Explorer::Explorer(ConfigSpace space, ExplorerOptions options)
     : space_(std::move(space)), opt_(options), rng_(options.seed) {
   KILN_USER_CHECK(opt_.num_chains >= 1 && opt_.steps >= 1) << "explorer needs at least one chain and one step";
   KILN_USER_CHECK(opt_.epsilon >= 0 && opt_.epsilon <= 1) << "explorer epsilon must be in [0, 1], got " << opt_.epsilon;
+  KILN_USER_CHECK(opt_.local_share >= 0 && opt_.local_share <= 1)
+      << "explorer local_share must be in [0, 1], got " << opt_.local_share;
   for (const Knob& k : space_.knobs()) {
     KILN_USER_CHECK(!k.candidates.empty()) << "knob '" << k.name << "' has no candidates";
   }
@@ -87,11 +89,40 @@ std::vector<Point> Explorer::score_everything(const ScoreFn& score) {
   for (const Point& p : all_) {
     if (!measured_.count(p)) pts.push_back(p);
   }
+  return rank(score, std::move(pts));
+}
+
+std::vector<Point> Explorer::rank(const ScoreFn& score, std::vector<Point> pts) {
   std::vector<double> s = score(pts);
   KILN_CHECK(s.size() == pts.size()) << "score function returned " << s.size() << " scores for " << pts.size() << " points";
   std::map<Point, double> scored;
   for (size_t i = 0; i < pts.size(); ++i) scored.emplace(std::move(pts[i]), std::isfinite(s[i]) ? s[i] : -std::numeric_limits<double>::infinity());
   return best_first(std::move(scored));
+}
+
+std::vector<Point> Explorer::incumbent_neighbours(const ScoreFn& score, size_t radius) {
+  const std::vector<Knob>& knobs = space_.knobs();
+  std::vector<Point> pts;
+  auto add = [&](const Point& p) {
+    if (!measured_.count(p)) pts.push_back(p);
+  };
+  for (size_t a = 0; a < knobs.size(); ++a) {
+    for (size_t va = 0; va < knobs[a].candidates.size(); ++va) {
+      if (va == best_point_[a]) continue;
+      Point p = best_point_;
+      p[a] = va;
+      if (radius == 1) add(p);
+      for (size_t b = a + 1; radius == 2 && b < knobs.size(); ++b) {
+        for (size_t vb = 0; vb < knobs[b].candidates.size(); ++vb) {
+          if (vb == best_point_[b]) continue;
+          Point q = p;
+          q[b] = vb;
+          add(q);
+        }
+      }
+    }
+  }
+  return pts.empty() ? pts : rank(score, std::move(pts));
 }
 
 std::vector<Point> Explorer::best_first(std::map<Point, double> scored) {
@@ -117,6 +148,21 @@ std::vector<Point> Explorer::next_batch(size_t n, const ScoreFn& score) {
   const size_t n_guided = n - std::min(n, n_random);
   if (n_guided > 0) {
     std::vector<Point> ranked = space_.size() <= opt_.exhaustive_limit ? score_everything(score) : anneal(score);
+    // The incumbent's share first: its best-scored unmeasured neighbours, diverse among
+    // themselves where possible.
+    const size_t n_local = best_point_.empty() ? 0 : std::min(n_guided, static_cast<size_t>(std::floor(opt_.local_share * n + 0.5)));
+    for (size_t radius = 1; radius <= 2 && batch.size() < n_local; ++radius) {
+      std::vector<Point> near = incumbent_neighbours(score, radius);
+      for (size_t min_dist : {opt_.diversity, size_t{1}}) {
+        for (const Point& p : near) {
+          if (batch.size() >= n_local) break;
+          if (taken.count(p)) continue;
+          if (!std::all_of(batch.begin(), batch.end(), [&](const Point& q) { return point_distance(p, q) >= min_dist; })) continue;
+          batch.push_back(p);
+          taken.insert(p);
+        }
+      }
+    }
     // Diverse first: skip points within `diversity` knobs of one already chosen; then relax
     // to any distinct point when the diverse ones run out.
     for (size_t min_dist : {opt_.diversity, size_t{1}}) {

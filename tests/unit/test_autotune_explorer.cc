@@ -182,6 +182,38 @@ TEST_CASE("explorer: epsilon share of random points", "[autotune][explorer]") {
   CHECK(far_count(1.0) >= 6);
 }
 
+TEST_CASE("explorer: a share of each guided batch comes from the best measured point's neighbourhood", "[autotune][explorer]") {
+  // The scorer likes one corner; the best measurement so far is at the opposite one. The local
+  // share (2 of 8) are unmeasured neighbours of the incumbent, the rest follow the scorer.
+  const Point liked = {0, 0, 0, 0, 0}, incumbent = {6, 6, 8, 4, 4};
+  auto near_incumbent = [&](double share) {
+    ExplorerOptions o;
+    o.seed = 3;
+    o.epsilon = 0;
+    o.local_share = share;
+    Explorer ex(synthetic_space(), o);
+    ex.update({incumbent, liked}, {10.0, 1.0});
+    auto batch = ex.next_batch(8, [&](const std::vector<Point>& pts) {
+      std::vector<double> out;
+      for (const Point& p : pts) out.push_back(-double(point_distance(p, liked)));
+      return out;
+    });
+    REQUIRE(batch.size() == 8);
+    int near = 0;
+    for (const Point& p : batch) {
+      CHECK(p != incumbent);
+      near += point_distance(p, incumbent) <= 1;
+    }
+    return near;
+  };
+  CHECK(near_incumbent(0.0) == 0);
+  CHECK(near_incumbent(0.25) == 2);
+  CHECK(near_incumbent(1.0) == 8);
+  ExplorerOptions bad;
+  bad.local_share = 1.5;
+  CHECK_THROWS_WITH(Explorer(synthetic_space(), bad), Catch::Contains("local_share must be in [0, 1]"));
+}
+
 TEST_CASE("explorer: small spaces run out cleanly; early stopping", "[autotune][explorer]") {
   ConfigSpace tiny;
   Config rec(&tiny);

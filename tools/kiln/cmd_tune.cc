@@ -66,6 +66,9 @@ int run_tune(const TuneArgs& a) {
     remaining += budget.back();
   }
   std::vector<PlotSeries> curves;
+  // One cost model for all tasks (transfer): trained on every measurement so far, grouped by
+  // task, it ranks a new task's candidates from its first batch instead of guessing at random.
+  CostModel model;
   for (size_t i = 0; i < tasks.size(); ++i) {
     TunerOptions o;
     o.trials = a.trials;
@@ -74,7 +77,7 @@ int run_tune(const TuneArgs& a) {
     o.seed = a.seed + i;  // each task its own stream, all fixed by --seed
     o.timeout_s = a.timeout_s;
     o.measure_default_first = true;  // never record a schedule slower than the default as best
-    TuneResult r = tune(tasks[i].task, o);
+    TuneResult r = tune(tasks[i].task, o, &model);
     for (const std::string& note : r.notes) std::cerr << "note: " << note << "\n";
     measured += r.trials - r.resumed;
     remaining -= budget[i];

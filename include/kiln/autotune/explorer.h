@@ -26,6 +26,11 @@ struct ExplorerOptions {
   double p_neighbour = 0.5;   // mutation: a neighbouring candidate (else a random one)
   double epsilon = 0.1;       // fraction of each batch drawn at random among unmeasured points
   size_t diversity = 2;       // batch points differ in at least this many knobs when possible
+  // Fraction of each guided batch taken from the best-measured point's neighbourhood (one knob
+  // changed, else two), best-scored first: the model ranks the whole space with errors of tens
+  // of percent, while a measured incumbent's neighbours are likely good (the landscapes of tile
+  // sizes and orders are smooth). Random search (no score) ignores it.
+  double local_share = 0.25;
   int early_stopping = 0;     // stop after this many trials without a better result (0: never)
   // Spaces of at most this many points are not annealed: every unmeasured point is scored in
   // one call and the best-scored ones make the batch. Short annealing visits a few hundred
@@ -63,8 +68,13 @@ class Explorer {
  private:
   std::vector<Point> anneal(const ScoreFn& score);
   std::vector<Point> score_everything(const ScoreFn& score);
+  // The unmeasured points exactly `radius` (1 or 2) knobs away from the best measured one,
+  // best-scored first.
+  std::vector<Point> incumbent_neighbours(const ScoreFn& score, size_t radius);
   // Points best score first; equal scores in an order drawn from the seed.
   std::vector<Point> best_first(std::map<Point, double> scored);
+  // Scores `pts` in one call; best first (a non-finite score counts as the lowest).
+  std::vector<Point> rank(const ScoreFn& score, std::vector<Point> pts);
   bool random_unmeasured(const std::set<Point>& taken, Point* out);
 
   ConfigSpace space_;
