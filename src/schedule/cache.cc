@@ -1,4 +1,6 @@
 // cache_read and cache_write: dataflow rewrites that add a copy stage (TVM semantics).
+#include <numeric>
+
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/detail.h"
 #include "kiln/schedule/schedule.h"
@@ -98,6 +100,12 @@ te::Tensor Schedule::cache_read(const te::Tensor& t, const std::string& scope, c
   check_scope("cache_read", scope);
   Stage producer = (*this)[t];
   KILN_USER_CHECK(!readers.empty()) << "cache_read: no readers given for '" << t.name() << "'";
+  auto elements = [](const std::vector<int64_t>& shape) {
+    return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+  };
+  KILN_USER_CHECK(elements(layout.shape) >= elements(t.shape()))
+      << "cache_read: a layout of " << elements(layout.shape) << " elements cannot hold '" << t.name() << "' ("
+      << elements(t.shape()) << ")";
   te::Tensor src = t;
   te::Tensor cache =
       te::compute(layout.shape, [&](const std::vector<ir::Var>& v) { return src(layout.source(v)); },

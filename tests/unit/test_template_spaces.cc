@@ -146,7 +146,7 @@ TEST_CASE("matmul template: random points of its space match the reference (pack
       });
     }
     INFO("a " << relay::shape_str(c.a) << " b " << relay::shape_str(c.b));
-    check_space(run.outputs, mm, run, inputs, want.to(f32), {"tile_j", "tile_i", "tile_k", "pack_b", "tile_kc", "order"},
-                50 + static_cast<uint32_t>(c.b.back()));
+    check_space(run.outputs, mm, run, inputs, want.to(f32),
+                {"tile_j", "tile_i", "tile_k", "pack_b", "tile_kc", "order"}, 50 + static_cast<uint32_t>(c.b.back()));
   }
 }
