@@ -12,7 +12,8 @@
 // tasks in the order below, as `kiln tune` carries it over a model's tasks) and one
 // with random search (the same tuner with the model never trained), no log, seeds outer and the
 // two searches taking turns at going first (so that load drift hits both alike); best-so-far GFLOPS
-// is read at 32, 64 and N trials of each run. Prints a table of means over seeds and closes with
+// is read at 32, 64 and N trials of each run; each task's default config is measured once, for
+// scale. Prints a table of means over seeds and closes with
 //   guided/random best GFLOPS at 64 trials: X
 // the geometric mean over tasks of (mean guided best) / (mean random best) at 64 trials. A task
 // whose space has no more points than the budget is measured exhaustively by both: its ratio
@@ -348,6 +349,12 @@ int main(int argc, char** argv) {
     }
     const Task& task = tasks[0].task;
     const uint64_t space = task.space().size();
+    // The default config once, for scale: what compile() builds without a tuning log.
+    TunerOptions d;
+    d.trials = 1;
+    d.timeout_s = timeout;
+    d.measure_default_first = true;
+    const double default_gflops = tune(task, d).default_gflops;
     double mean[2][3] = {};
     int errors[2] = {};
     // Seeds outer, methods inner and taking turns at going first: both searches see the same
@@ -373,7 +380,8 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
     const double ratio = mean[0][1] > 0 ? mean[1][1] / mean[0][1] : 1.0;
-    std::printf("%-24s guided/random at 64: %.3f   [%s]\n", b.name.c_str(), ratio, task.workload_key.c_str());
+    std::printf("%-24s guided/random at 64: %.3f   default config %.2f GFLOPS   [%s]\n", b.name.c_str(), ratio,
+                default_gflops, task.workload_key.c_str());
     log_ratio_sum += std::log(ratio);
     ++tasks_done;
     if (space > 64) {

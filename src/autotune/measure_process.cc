@@ -201,10 +201,16 @@ void flush_cpu_cache(size_t bytes) {
 TimingResult time_function(const std::function<void()>& fn, const TimerOptions& o) {
   KILN_USER_CHECK(o.repeat >= 1) << "timer repeat must be at least 1, got " << o.repeat;
   KILN_USER_CHECK(o.min_duration_s >= 0) << "timer min_duration must not be negative";
+  KILN_USER_CHECK(o.max_total_s >= 0) << "timer max_total must not be negative";
   const size_t flush_bytes = o.flush_bytes ? o.flush_bytes : 2 * last_level_cache_bytes();
+  const auto start = Clock::now();
   for (int i = 0; i < o.warmup; ++i) fn();
+  // Seconds a call takes: first from the warmup, then from the latest sample (warm caches).
+  double per_call = o.warmup > 0 ? seconds_since(start) / o.warmup : 0;
+  auto past_cap = [&](double more_s) { return o.max_total_s > 0 && seconds_since(start) + more_s > o.max_total_s; };
   TimingResult r;
   for (int s = 0; s < o.repeat; ++s) {
+    if (s > 0 && past_cap(std::max(per_call, o.min_duration_s))) break;
     if (o.flush_cache) flush_cpu_cache(flush_bytes);
     const auto t0 = Clock::now();
     int calls = 0;
@@ -213,8 +219,9 @@ TimingResult time_function(const std::function<void()>& fn, const TimerOptions& 
       fn();
       ++calls;
       elapsed = seconds_since(t0);
-    } while (elapsed < o.min_duration_s);
-    r.samples.push_back(elapsed / calls);
+    } while (elapsed < o.min_duration_s && !past_cap(elapsed / calls));
+    per_call = elapsed / calls;
+    r.samples.push_back(per_call);
     r.calls.push_back(calls);
   }
   std::vector<double> sorted = r.samples;

@@ -1,4 +1,6 @@
 // cache_read and cache_write: dataflow rewrites that add a copy stage (TVM semantics).
+#include <numeric>
+
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/detail.h"
 #include "kiln/schedule/schedule.h"
@@ -12,10 +14,12 @@ void check_scope(const std::string& prim, const std::string& scope) {
       << prim << ": unknown scope '" << scope << "' (global, local or shared)";
 }
 
-// Reads of tensor `from` become reads of `to` at the same indices.
+// Reads of tensor `from` become reads of `to` at the indices `place` maps them to.
 class ReplaceTensor : public ir::ExprMutator {
  public:
-  ReplaceTensor(te::Tensor from, te::Tensor to) : from_(std::move(from)), to_(std::move(to)) {}
+  using Place = std::function<std::vector<ir::Expr>(const std::vector<ir::Expr>&)>;
+  ReplaceTensor(te::Tensor from, te::Tensor to, Place place)
+      : from_(std::move(from)), to_(std::move(to)), place_(std::move(place)) {}
   int replaced = 0;
 
  protected:
@@ -24,11 +28,12 @@ class ReplaceTensor : public ir::ExprMutator {
     auto* load = e.as<ir::ProducerLoadNode>();
     if (!te::Tensor::from_producer(load->producer).same_as(from_)) return e;
     ++replaced;
-    return to_(load->indices);
+    return to_(place_(load->indices));
   }
 
  private:
   te::Tensor from_, to_;
+  Place place_;
 };
 
 int position_of(const ScheduleNode& sch, const StageNode* s) {
@@ -85,20 +90,32 @@ std::vector<ir::Expr> rewrite_bodies(const te::ComputeOpNode& c, const std::func
 }
 
 te::Tensor Schedule::cache_read(const te::Tensor& t, const std::string& scope, const std::vector<te::Tensor>& readers) {
+  Layout same{t.shape(), [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>(v.begin(), v.end()); },
+              [](const std::vector<ir::Expr>& i) { return i; }};
+  return cache_read(t, scope, readers, same);
+}
+
+te::Tensor Schedule::cache_read(const te::Tensor& t, const std::string& scope, const std::vector<te::Tensor>& readers,
+                                const Layout& layout) {
   check_scope("cache_read", scope);
   Stage producer = (*this)[t];
   KILN_USER_CHECK(!readers.empty()) << "cache_read: no readers given for '" << t.name() << "'";
-  std::vector<int64_t> shape = t.shape();
+  auto elements = [](const std::vector<int64_t>& shape) {
+    return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+  };
+  KILN_USER_CHECK(elements(layout.shape) >= elements(t.shape()))
+      << "cache_read: a layout of " << elements(layout.shape) << " elements cannot hold '" << t.name() << "' ("
+      << elements(t.shape()) << ")";
   te::Tensor src = t;
   te::Tensor cache =
-      te::compute(shape, [&](const std::vector<ir::Var>& v) { return src(std::vector<ir::Expr>(v.begin(), v.end())); },
-                  t.name() + "." + scope, copy_axis_names(shape.size()));
+      te::compute(layout.shape, [&](const std::vector<ir::Var>& v) { return src(layout.source(v)); },
+                  t.name() + "." + scope, copy_axis_names(layout.shape.size()));
   Stage cs = new_stage(cache.op(), node_, scope);
   for (const te::Tensor& reader : readers) {
     Stage rs = (*this)[reader];
     auto* c = rs->op.as<te::ComputeOpNode>();
     KILN_USER_CHECK(c) << "cache_read: reader '" << reader.name() << "' is a placeholder";
-    ReplaceTensor replace(t, cache);
+    ReplaceTensor replace(t, cache, layout.place);
     std::vector<ir::Expr> body = rewrite_bodies(*c, [&](const ir::Expr& e) { return replace.mutate(e); }, nullptr);
     KILN_USER_CHECK(replace.replaced > 0) << "cache_read: '" << reader.name() << "' does not read '" << t.name() << "'";
     te::Operation op(std::make_shared<te::ComputeOpNode>(c->name, c->shape, c->dtypes, c->axis, c->reduce_axis, body));

@@ -121,3 +121,44 @@ TEST_CASE("measure: the timer's samples are sane", "[autotune][measure]") {
   o.repeat = 0;
   CHECK_THROWS_AS(time_function([] {}, o), kiln::Error);
 }
+
+TEST_CASE("measure: the timer's cap bounds a slow function's timing and keeps one sample", "[autotune][measure]") {
+  // A call (warmup included) of 60 ms under a cap of 100 ms: after the warmup and one sample,
+  // a second sample would end past the cap. A spin ends at its wall-clock deadline even when
+  // preempted, so the bound holds on a loaded machine.
+  using Clock = std::chrono::steady_clock;
+  TimerOptions o;
+  o.repeat = 5;
+  o.max_total_s = 0.1;
+  int calls = 0;
+  auto t0 = Clock::now();
+  TimingResult t = time_function([&] { ++calls; spin_for(0.06); }, o);
+  double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  REQUIRE(t.samples.size() == 1);
+  CHECK(t.calls[0] == 1);
+  CHECK(calls == 2);
+  CHECK(t.samples[0] >= 0.06);
+  CHECK(t.median == t.samples[0]);
+  CHECK(took < 0.1 + 0.06 + 0.05);  // the cap, overshot by at most the call that crossed it
+
+  // A slower first call than the cap: still one timed sample.
+  calls = 0;
+  o.max_total_s = 0.01;
+  CHECK(time_function([&] { ++calls; spin_for(0.02); }, o).samples.size() == 1);
+  CHECK(calls == 2);
+
+  // A fast call with a long min_duration: the sample stops repeating it at the cap.
+  o.warmup = 0;
+  o.max_total_s = 0.05;
+  o.min_duration_s = 10;
+  t0 = Clock::now();
+  t = time_function([] { spin_for(0.002); }, o);
+  took = std::chrono::duration<double>(Clock::now() - t0).count();
+  REQUIRE(t.samples.size() == 1);
+  CHECK(t.calls[0] >= 2);
+  CHECK(t.samples[0] >= 0.002);
+  CHECK(took < 0.05 + 0.05);
+
+  o.max_total_s = -1;
+  CHECK_THROWS_AS(time_function([] {}, o), kiln::Error);
+}

@@ -125,6 +125,24 @@ TEST_CASE("primitive: cache_read into local, computed at the row loop", "[e2e][p
   });
 }
 
+TEST_CASE("primitive: cache_read into column panels, the reader's loads rewritten through the layout",
+          "[e2e][primitive]") {
+  // B [K, N] as [N/8, K, 8] (5 panels), computed at the root; C's columns tiled by the panel.
+  constexpr int nr = 8;
+  schedule::Schedule::Layout panels{
+      {N / nr, K, nr},
+      [](const std::vector<Var>& v) { return std::vector<ir::Expr>{v[1], v[0] * nr + v[2]}; },
+      [](const std::vector<ir::Expr>& i) { return std::vector<ir::Expr>{i[1] / nr, i[0], i[1] % nr}; }};
+  check_matmul([&](Mm& m) {
+    auto bp = m.s.cache_read(m.b, "global", {m.c}, panels);
+    m.s[bp].parallel(m.s[bp].op_axis(0));
+    m.s[bp].vectorize(m.s[bp].op_axis(2));
+    auto [jo, ji] = m.st().split(m.j(), nr);
+    m.st().reorder({m.i(), jo, m.k(), ji});
+    m.st().vectorize(ji);
+  });
+}
+
 TEST_CASE("primitive: compute_inline, compute_at and compute_root of a producer", "[e2e][primitive]") {
   ref::Conv2dShape sh{1, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1};
   auto xv = ref::random_floats(3 * 81, 23), wv = ref::random_floats(4 * 3 * 9, 24);

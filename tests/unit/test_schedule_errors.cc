@@ -126,6 +126,11 @@ TEST_CASE("cache_read and cache_write check their tensors", "[schedule]") {
   Chain c;
   auto s2 = schedule::create({c.D});
   REQUIRE_THROWS_WITH(s2.cache_read(c.A, "local", {c.D}), Contains("cache_read: 'D' does not read 'A'"));
+  schedule::Schedule::Layout half{
+      {16, 48}, [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>(v.begin(), v.end()); },
+      [](const std::vector<ir::Expr>& i) { return i; }};
+  REQUIRE_THROWS_WITH(s.cache_read(m.B, "global", {m.C}, half),
+                      Contains("cache_read: a layout of 768 elements cannot hold 'B' (1536)"));
   s[m.C].split(s[m.C].op_axis(0), 8);
   REQUIRE_THROWS_WITH(s.cache_write(m.C, "local"),
                       Contains("cache_write: stage 'C' must be cached before it is split, fused or reordered"));

@@ -1,5 +1,5 @@
 // Every point of a template's knob space computes the right result: for the conv (NCHW and
-// blocked NCHWc), depthwise and dense CPU templates, random points of the recorded space (seeded,
+// blocked NCHWc), depthwise, dense and matmul CPU templates, random points of the recorded space (seeded,
 // so failures reproduce; the default point always included) are built, run and compared with a
 // plain-loop double reference (test_ops_b_ref.h), rtol 1e-5. The autotuner may pick any point,
 // so none may be wrong. Shapes are small but make every knob have several candidates.
@@ -114,4 +114,39 @@ TEST_CASE("dense template: random points of its space match the reference", "[sp
   auto l = opsb_test::lower_call("nn.dense", {relay::tensor_type(f32, {6, 24}), relay::tensor_type(f32, {96, 24})}, {});
   HostTensor x = random_tensor(f32, {6, 24}, 8), w = random_tensor(f32, {96, 24}, 9);
   check_space(l.outputs, l.outputs[0], l, {x, w}, opsb_ref::dense(x, w), {"tile_i", "panels", "tile_k", "unroll_k"}, 40);
+}
+
+TEST_CASE("matmul template: random points of its space match the reference (packed B, K chunks, tile order)",
+          "[spaces]") {
+  // Two runtime inputs, so B is packable. 16x128x64: powers of two, K chunks {none, 64}; 12x96x40
+  // (with a bias + relu tail): tile_j {1,2,4,5,8,10,20,40}, tile_i {1,2,3,4,6,12}, K chunks
+  // {none, 48} that tile_k 16 does not divide; batched, B with a batch dim of its own.
+  struct Case {
+    relay::Shape a, b;
+    bool tail;
+  };
+  for (const Case& c : {Case{{16, 128}, {128, 64}, false}, Case{{12, 96}, {96, 40}, true},
+                        Case{{2, 6, 96}, {2, 96, 24}, false}}) {
+    auto l = opsb_test::lower_call("nn.matmul", {relay::tensor_type(f32, c.a), relay::tensor_type(f32, c.b)}, {});
+    te::Tensor mm = l.outputs[0];
+    HostTensor a = random_tensor(f32, c.a, 11), b = random_tensor(f32, c.b, 12);
+    opsb_ref::Dense want(opsb_ref::matmul(a, b));
+    opsb_test::Lowered run = l;
+    std::vector<HostTensor> inputs = {a, b};
+    if (c.tail) {
+      int64_t n = c.b.back();
+      te::Tensor bias = te::placeholder({n}, f32, "bias");
+      run.inputs.push_back(bias);
+      run.outputs = {te::compute(mm.shape(), [&](ir::Var i, ir::Var j) {
+        return ir::max(mm(i, j) + bias(j), ir::make_zero(f32));
+      }, "relu")};
+      inputs.push_back(random_tensor(f32, {n}, 13));
+      opsb_ref::for_each(want.shape, [&](const opsb_ref::Index& i) {
+        want.at(i) = std::max(0.0, want.at(i) + inputs[2].double_at(i[1]));
+      });
+    }
+    INFO("a " << relay::shape_str(c.a) << " b " << relay::shape_str(c.b));
+    check_space(run.outputs, mm, run, inputs, want.to(f32),
+                {"tile_j", "tile_i", "tile_k", "pack_b", "tile_kc", "order"}, 50 + static_cast<uint32_t>(c.b.back()));
+  }
 }

@@ -27,7 +27,15 @@ namespace kiln::autotune {
 
 struct GraphTaskOptions {
   codegen::Target target = codegen::Target::host();
-  TimerOptions timer;     // how each candidate is timed (warm caches by default)
+  // How each candidate is timed (warm caches by default). No warmup call: measure_kernel's
+  // correctness run on the same buffers comes first and is one. At most about a second a
+  // candidate: a bad SGEMM 1024 config takes seconds a call, and is then timed once.
+  TimerOptions timer = [] {
+    TimerOptions t;
+    t.warmup = 0;
+    t.max_total_s = 1.0;
+    return t;
+  }();
   Tolerance tolerance;    // candidate vs default schedule
   uint64_t input_seed = 1;
   // Also tune injective and reduction groups (their templates have knobs too: vector width and

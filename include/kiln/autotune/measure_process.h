@@ -34,6 +34,12 @@ struct TimerOptions {
   double min_duration_s = 0.01; // each sample repeats the call until at least this long
   bool flush_cache = false;     // before each sample, write a buffer larger than the LLC
   size_t flush_bytes = 0;       // 0: twice last_level_cache_bytes()
+  // A cap on the whole timing, warmup included (0: none). A slow candidate (a bad schedule at
+  // seconds a call) would otherwise cost warmup + repeat calls, most of a tuner's time: once the
+  // calls so far say the next sample would end past the cap, no more samples are taken (always
+  // at least one), and a sample stops repeating the call toward min_duration_s at the cap. The
+  // result is still the real time per call, from fewer samples: not an error.
+  double max_total_s = 0;
 };
 
 struct TimingResult {

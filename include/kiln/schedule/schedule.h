@@ -11,6 +11,7 @@
 // Every primitive validates its arguments and throws kiln::Error naming the stage and the axis.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -146,6 +147,17 @@ class Schedule {
   // A stage "<T>.<scope>" that copies `t` into storage of `scope`; the given readers (tensors
   // whose operations read t) read the copy instead. Returns the copy.
   te::Tensor cache_read(const te::Tensor& t, const std::string& scope, const std::vector<te::Tensor>& readers);
+  // The same copy in another layout, e.g. B [K, N] as column panels [N/nr, K, nr], so that a
+  // reader streaming nr columns finds them contiguous: shape is the copy's, source(v) the index
+  // of t whose value copy element v holds, place(i) where t's element i lies in the copy (the
+  // readers' loads are rewritten through it). The copy must hold every element of t.
+  struct Layout {
+    std::vector<int64_t> shape;
+    std::function<std::vector<ir::Expr>(const std::vector<ir::Var>&)> source;
+    std::function<std::vector<ir::Expr>(const std::vector<ir::Expr>&)> place;
+  };
+  te::Tensor cache_read(const te::Tensor& t, const std::string& scope, const std::vector<te::Tensor>& readers,
+                        const Layout& layout);
   // A stage "<T>.<scope>" that computes t (its reduction moves there) into storage of `scope`;
   // t's own stage becomes a copy of it. Must come before t's stage is split/fused/reordered.
   te::Tensor cache_write(const te::Tensor& t, const std::string& scope);

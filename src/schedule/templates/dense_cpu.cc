@@ -1,7 +1,10 @@
 #include "kiln/schedule/templates/dense_cpu.h"
 
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "kiln/ir/functor.h"
 #include "kiln/schedule/templates/anchor_cpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
@@ -81,33 +84,81 @@ void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& 
   }
 }
 
-void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& mm, Config& cfg) {
-  int nd = mm.ndim();
-  int64_t jext = mm.shape().back(), k = reduce_extent(mm);
-  int64_t pj = jext % 32 == 0 ? 32 : vector_width(jext, 16);
-  int64_t nr = cfg.define_split("tile_j", jext, 2, {jext / pj, pj}, 64)[1];
-  int64_t mr = 1;
-  if (nd >= 2) {
-    int64_t iext = mm.shape()[nd - 2], pi = largest_divisor(iext, 8);
-    mr = cfg.define_split("tile_i", iext, 2, {iext / pi, pi}, 16)[1];
-  }
-  int64_t pk = largest_divisor(k, 4);
-  int64_t ku = cfg.define_split("tile_k", k, 2, {k / pk, pk}, 16)[1];
+namespace {
 
-  te::Tensor core = mm;
-  if (mm.same_as(tiled)) {
-    core = s.cache_write(mm, "local");
-  } else {
-    s[mm].set_scope("local");
+// What schedule_matmul_cpu's knobs chose.
+struct MatmulTile {
+  int64_t mr = 1, nr = 1, ku = 1;  // register tile rows and columns; reduction steps unrolled
+  int64_t kc = 0;                   // K chunk swept over a task's register tiles; 0: none
+  bool panels_outer = false;        // tile loops: column panels outside row tiles (or tasks)
+};
+
+// The operand read along the product's columns (its load's last index is the output's last
+// axis), B of A x B, when it is a [..., K, N] input of the kernel: not a 1-D vector, not computed
+// by a fused producer. Undefined otherwise.
+te::Tensor column_input(const te::Tensor& mm) {
+  const auto* c = mm.op().as<te::ComputeOpNode>();
+  const ir::Var& j = c->axis.back()->var;
+  te::Tensor found;
+  ir::post_order_visit(c->body[0], [&](const ir::Expr& e) {
+    const auto* load = e.as<ir::ProducerLoadNode>();
+    if (!load || load->indices.size() < 2 || !load->indices.back().same_as(j)) return;
+    te::Tensor t = te::Tensor::from_producer(load->producer);
+    if (t.op().as<te::PlaceholderOpNode>()) found = t;
+  });
+  return found;
+}
+
+// Candidates of tile_kc: 0 (no chunks) and, for each size 64..512, the largest divisor of K at
+// most that size when it is at least half of it and less than K.
+std::vector<int64_t> k_chunks(int64_t k) {
+  std::vector<int64_t> chunks = {0};
+  for (int64_t cap = 64; cap <= 512; cap *= 2) {
+    int64_t d = largest_divisor(k, cap);
+    if (2 * d >= cap && d < k && d != chunks.back()) chunks.push_back(d);
   }
+  return chunks;
+}
+
+// B [..., K, N] copied at the root into column panels [..., N/nr, K, nr], which `reader` then
+// loads: a k step of the register tile reads one contiguous nr-wide row, and successive k are
+// nr*4 bytes apart instead of N*4 (at N = 1024, 4 KiB: every row of a panel in the same few
+// cache sets). The copy is parallel over panels and vectorized along them.
+void pack_columns(Schedule& s, const te::Tensor& b, const te::Tensor& reader, int64_t nr) {
+  const size_t lead = b.shape().size() - 2;
+  const ir::Expr w(static_cast<int>(nr));
+  std::vector<int64_t> shape(b.shape().begin(), b.shape().begin() + lead);
+  shape.insert(shape.end(), {b.shape().back() / nr, b.shape()[lead], nr});
+  Schedule::Layout panels{
+      shape,
+      [&](const std::vector<ir::Var>& v) {
+        std::vector<ir::Expr> i(v.begin(), v.begin() + lead);
+        i.insert(i.end(), {v[lead + 1], v[lead] * w + v[lead + 2]});
+        return i;
+      },
+      [&](const std::vector<ir::Expr>& i) {
+        std::vector<ir::Expr> p(i.begin(), i.begin() + lead);
+        p.insert(p.end(), {i[lead + 1] / w, i[lead], i[lead + 1] % w});
+        return p;
+      }};
+  Stage st = s[s.cache_read(b, "global", {reader}, panels)];
+  auto ax = st.op_axis();
+  vectorize_innermost(st);
+  fuse_parallel(st, std::vector<ir::IterVar>(ax.begin(), ax.begin() + lead + 1));
+}
+
+// One task per register tile: the tile loops (rows outer, or panels outer) fuse into the
+// parallel loop and the core sums its whole reduction in registers at each.
+void schedule_matmul_tiles(Schedule& s, const te::Tensor& tiled, const te::Tensor& core, const MatmulTile& t) {
+  int nd = tiled.ndim();
   Stage out = s[tiled];
   auto ax = out.op_axis();
   std::vector<ir::IterVar> outer(ax.begin(), ax.end() - (nd >= 2 ? 2 : 1));
-  auto [jo, ji] = out.split(ax.back(), nr);
+  auto [jo, ji] = out.split(ax.back(), t.nr);
   if (nd >= 2) {
-    auto [io, ii] = out.split(ax[nd - 2], mr);
-    outer.push_back(io);
-    outer.push_back(jo);
+    auto [io, ii] = out.split(ax[nd - 2], t.mr);
+    if (t.panels_outer) outer.insert(outer.end(), {jo, io});
+    else outer.insert(outer.end(), {io, jo});
     std::vector<ir::IterVar> order = outer;
     order.push_back(ii);
     order.push_back(ji);
@@ -123,7 +174,7 @@ void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor&
   Stage c = s[core];
   c.compute_at(out, tile_at);
   auto cx = c.op_axis();
-  auto [ko, ki] = c.split(c.reduce_axis(0), ku);
+  auto [ko, ki] = c.split(c.reduce_axis(0), t.ku);
   std::vector<ir::IterVar> corder(cx.begin(), cx.end() - (nd >= 2 ? 2 : 1));
   corder.push_back(ko);
   corder.push_back(ki);
@@ -133,6 +184,76 @@ void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor&
   c.unroll(ki);
   if (nd >= 2) c.unroll(cx[nd - 2]);
   c.vectorize(cx.back());
+}
+
+// K chunks (tile_kc): a task is a row strip [mr, N] (or, panels outer, a column panel [M, nr])
+// whose block the core accumulates in a local buffer one chunk of K at a time, sweeping the
+// chunk over all the task's register tiles before the next: the operand slice the tiles share
+// (A's strip or B's panel, kc rows) stays in L1/L2 across them instead of streaming from L3 per
+// tile. Each tile's chunk sums from zero in registers and is added to the block (partial_sums).
+void schedule_matmul_k_chunks(Schedule& s, const te::Tensor& tiled, const te::Tensor& core, const MatmulTile& t) {
+  int nd = tiled.ndim();
+  Stage out = s[tiled];
+  auto ax = out.op_axis();
+  std::vector<ir::IterVar> task(ax.begin(), ax.end() - 2);
+  auto [jo, ji] = out.split(ax[nd - 1], t.nr);
+  auto [io, ii] = out.split(ax[nd - 2], t.mr);
+  task.push_back(t.panels_outer ? jo : io);
+  std::vector<ir::IterVar> order = task;
+  order.insert(order.end(), {t.panels_outer ? io : jo, ii, ji});
+  out.reorder(order);
+  out.unroll(ii);
+  out.vectorize(ji);
+  ir::IterVar task_at = fuse_parallel(out, task);
+
+  Stage c = s[core];
+  c.compute_at(out, task_at);
+  auto cx = c.op_axis();
+  ir::IterVar ci = cx[nd - 2], cj = cx[nd - 1], sweep;
+  if (t.panels_outer) std::tie(sweep, ci) = c.split(ci, t.mr);
+  else std::tie(sweep, cj) = c.split(cj, t.nr);
+  auto [kco, kr] = c.split(c.reduce_axis(0), t.kc);
+  auto [ko, ki] = c.split(kr, t.ku);
+  std::vector<ir::IterVar> corder(cx.begin(), cx.end() - 2);
+  corder.insert(corder.end(), {kco, sweep, ko, ki, ci, cj});
+  c.reorder(corder);
+  c.partial_sums(sweep);
+  c.unroll(ki);
+  c.unroll(ci);
+  c.vectorize(cj);
+}
+
+}  // namespace
+
+void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& mm, Config& cfg) {
+  int nd = mm.ndim();
+  int64_t jext = mm.shape().back(), k = reduce_extent(mm);
+  MatmulTile t;
+  int64_t pj = jext % 32 == 0 ? 32 : vector_width(jext, 16);
+  t.nr = cfg.define_split("tile_j", jext, 2, {jext / pj, pj}, 64)[1];
+  if (nd >= 2) {
+    int64_t iext = mm.shape()[nd - 2], pi = largest_divisor(iext, 8);
+    t.mr = cfg.define_split("tile_i", iext, 2, {iext / pi, pi}, 16)[1];
+  }
+  int64_t pk = largest_divisor(k, 4);
+  t.ku = cfg.define_split("tile_k", k, 2, {k / pk, pk}, 16)[1];
+  // The cache-level choices (defaults: none of them, the schedule models compile with).
+  te::Tensor b = nd >= 2 ? column_input(mm) : te::Tensor();
+  bool pack_b = b.defined() && cfg.define_knob("pack_b", {0, 1}, 0) == 1;
+  if (nd >= 2) {
+    t.kc = cfg.define_knob("tile_kc", k_chunks(k), 0);
+    t.panels_outer = cfg.define_knob("order", {0, 1}, 0) == 1;
+  }
+
+  te::Tensor core = mm;
+  if (mm.same_as(tiled)) {
+    core = s.cache_write(mm, "local");
+  } else {
+    s[mm].set_scope("local");
+  }
+  if (pack_b) pack_columns(s, b, core, t.nr);
+  if (t.kc > 0) schedule_matmul_k_chunks(s, tiled, core, t);
+  else schedule_matmul_tiles(s, tiled, core, t);
 }
 
 }  // namespace kiln::schedule
