@@ -8,8 +8,8 @@
 // model) and mobilenet_v2's depthwise 3x3 over 144 channels at 56x56. Each is a single-op relay
 // module put through extract_tasks, exactly the task path of `kiln tune`. For every task and
 // seed, one run of N trials (default 128) with the explorer guided by the XGBoost model (trained
-// from M measurements on, default the tuner's; one model per seed carried over from the earlier
-// tasks in the order below, as `kiln tune` carries it over a model's tasks) and one
+// from M measurements on, default the tuner's; one model per seed and template carried over from
+// the earlier tasks of that template, in the order listed, as `kiln tune` does) and one
 // with random search (the same tuner with the model never trained), no log, seeds outer and the
 // two searches taking turns at going first (so that load drift hits both alike); best-so-far GFLOPS
 // is read at 32, 64 and N trials of each run; each task's default config is measured once, for
@@ -331,13 +331,14 @@ int main(int argc, char** argv) {
   }
   const size_t marks[] = {32, 64, static_cast<size_t>(trials)};
   std::printf("guided: XGBoost-ranked explorer, %s; random: random search\n",
-              transfer ? "one cost model per seed carried from task to task (as kiln tune does)" : "a fresh cost model per task (--no-transfer)");
+              transfer ? "one cost model per seed and template carried from task to task (as kiln tune does)" : "a fresh cost model per task (--no-transfer)");
   std::printf("%-24s %8s %-7s %9s %9s %9s  (mean best GFLOPS over %d seeds)\n", "task", "space", "search", "@32", "@64",
               ("@" + std::to_string(trials)).c_str(), seeds);
-  // Guided search carries one cost model per seed from task to task, as `kiln tune` does
-  // (transfer: a task's first batch is ranked by what the earlier tasks measured); random search
-  // has nothing to carry. --no-transfer gives each guided run a fresh model.
-  std::vector<CostModel> carried(static_cast<size_t>(seeds));
+  // Guided search carries one cost model per seed and template from task to task, as `kiln tune`
+  // does (transfer: a task's first batch is ranked by what the earlier tasks of its template
+  // measured: SGEMM 512 for 1024, the first convs for the later ones); random search has nothing
+  // to carry. --no-transfer gives each guided run a fresh model.
+  std::vector<std::map<std::string, CostModel>> carried(static_cast<size_t>(seeds));
   double log_ratio_sum = 0, log_ratio_searched = 0;
   int tasks_done = 0, tasks_searched = 0;
   for (const Bench& b : benches) {
@@ -368,7 +369,7 @@ int main(int argc, char** argv) {
         o.timeout_s = timeout;
         // Random search: the same explorer, with a model that never gets enough samples to train.
         o.min_train_samples = guided ? min_train : std::numeric_limits<int>::max();
-        TuneResult r = guided && transfer ? tune(task, o, &carried[static_cast<size_t>(s)]) : tune(task, o);
+        TuneResult r = guided && transfer ? tune(task, o, &carried[static_cast<size_t>(s)][workload_template(task.workload_key)]) : tune(task, o);
         errors[guided] += r.errors;
         for (int m = 0; m < 3; ++m) mean[guided][m] += at(r.best_gflops_curve, marks[m]) / seeds;
       }

@@ -86,6 +86,10 @@ ConfigSpace group_config_space(const FusedGroup& group, const PrepackedWeights& 
   return group_space(group, relay::group_to_te(group, &prepacked));
 }
 
+std::string workload_template(const std::string& workload_key) {
+  return workload_key.substr(0, workload_key.find(':'));
+}
+
 std::string tunable_workload_key(const FusedGroup& group, const PrepackedWeights& prepacked, bool all_groups) {
   relay::GroupProgram p = relay::group_to_te(group, &prepacked);
   const std::string name = relay::group_template_name(p, group);

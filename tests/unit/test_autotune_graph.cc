@@ -102,6 +102,7 @@ TEST_CASE("extract_tasks: one task per workload key, with occurrence counts", "[
   const std::string key88 = conv_counts.begin()->second == 2 ? conv_counts.begin()->first : conv_counts.rbegin()->first;
   CHECK(key88.rfind("conv:nn.conv2d(float32[1,8,16,16],", 0) == 0);
   CHECK(key88.find("->float32[1,8,16,16]") != std::string::npos);
+  CHECK(workload_template(key88) == "conv");  // the cost model's transfer group in kiln tune
   // conv flops: 2 * outputs * (in_c * 3 * 3), plus the epilogue's elementwise stages.
   for (const GraphTask& t : tasks)
     if (t.task.workload_key == key88) CHECK(t.task.flops >= 2.0 * 8 * 16 * 16 * 8 * 9);

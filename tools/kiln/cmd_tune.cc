@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -66,9 +67,10 @@ int run_tune(const TuneArgs& a) {
     remaining += budget.back();
   }
   std::vector<PlotSeries> curves;
-  // One cost model for all tasks (transfer): trained on every measurement so far, grouped by
-  // task, it ranks a new task's candidates from its first batch instead of guessing at random.
-  CostModel model;
+  // One cost model per template (transfer): trained on every measurement of the earlier tasks
+  // of that template, grouped by task, it ranks a new task's candidates from its first batch
+  // instead of guessing at random.
+  std::map<std::string, CostModel> models;
   for (size_t i = 0; i < tasks.size(); ++i) {
     TunerOptions o;
     o.trials = a.trials;
@@ -77,7 +79,7 @@ int run_tune(const TuneArgs& a) {
     o.seed = a.seed + i;  // each task its own stream, all fixed by --seed
     o.timeout_s = a.timeout_s;
     o.measure_default_first = true;  // never record a schedule slower than the default as best
-    TuneResult r = tune(tasks[i].task, o, &model);
+    TuneResult r = tune(tasks[i].task, o, &models[workload_template(tasks[i].task.workload_key)]);
     for (const std::string& note : r.notes) std::cerr << "note: " << note << "\n";
     measured += r.trials - r.resumed;
     remaining -= budget[i];

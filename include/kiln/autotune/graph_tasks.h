@@ -61,6 +61,10 @@ std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTas
 std::vector<GraphTask> extract_tasks(const relay::Module& module, const CompileOptions& compile_options = {},
                                      const GraphTaskOptions& options = {});
 
+// The template a workload key names: "conv" of "conv:nn.conv2d(...)". Tasks of one template
+// share a cost model when tuned together (transfer): their features mean the same things.
+std::string workload_template(const std::string& workload_key);
+
 // The knobs of a group's schedule template (a recording run of schedule_group).
 ConfigSpace group_config_space(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked);
 
