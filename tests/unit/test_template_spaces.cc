@@ -104,7 +104,7 @@ TEST_CASE("depthwise template: random points of its space match the reference", 
     HostTensor x = random_tensor(f32, xs, 6), w = random_tensor(f32, ws, 7);
     HostTensor want = opsb_ref::conv(x, w, {stride, stride}, {1, 1, 1, 1}, {1, 1}, 6);
     INFO("stride " << stride << " width " << width);
-    check_space(l.outputs, l.outputs[0], l, {x, w}, want, {"vec_lanes", "tile_ow", "tile_oh", "unroll_window"},
+    check_space(l.outputs, l.outputs[0], l, {x, w}, want, {"vec_lanes", "tile_ow", "tile_oh", "unroll_window", "tile_order", "pad_at"},
                 30 + stride + width);
   }
 }

@@ -1,9 +1,10 @@
 // The explorer decides which configurations to measure next. Simulated annealing over the
 // config space, scored by a scoring function (the cost model's prediction on the candidate's
 // features), in several chains that persist between batches (or, for a small space, every
-// point scored); the best-scored points never measured before make the batch, kept diverse (no near-duplicates), with a fraction epsilon of
-// uniformly random unmeasured points so that the model's blind spots are still visited.
-// Deterministic for a seed.
+// point scored); the best-scored points never measured before make the batch, kept diverse (no
+// near-duplicates). A share of each batch is the best-scored neighbours of the best point
+// measured so far (local_share), and a fraction epsilon uniformly random unmeasured points, so
+// that the model's blind spots are still visited. Deterministic for a seed and the same results.
 #pragma once
 
 #include <cstdint>

@@ -59,10 +59,13 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   for (int i = 0; i + 2 < d; ++i) order.push_back(ax[2 + i]);
   ir::IterVar ohi;
   if (d >= 2) {
+    // Tiles row by row (default), or column strip by column strip: the strip's rows reuse the
+    // window's columns of the rows above in L1, the row order streams whole rows.
+    bool columns_outer = cfg.define_knob("tile_order", {0, 1}, 0) == 1;
     auto [oho, ohi2] = out.split(ax[d], ohr);
     ohi = ohi2;
-    order.push_back(oho);
-    order.push_back(owo);
+    order.push_back(columns_outer ? owo : oho);
+    order.push_back(columns_outer ? oho : owo);
     order.push_back(ohi);
   } else {
     order.push_back(owo);
@@ -103,10 +106,16 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   }
 
   if (pad.defined()) {
-    s[pad].compute_at(out, plane);
+    // The padded plane: made by the plane's task just before it is read (default: in L1/L2),
+    // or all planes at the root in one parallel pass before the conv.
+    Stage p = s[pad];
+    const bool at_root = cfg.define_knob("pad_at", {0, 1}, 0) == 1;
+    if (at_root) p.compute_root();
+    else p.compute_at(out, plane);
     // Rows copy whole vectors: masked loads and stores at the borders, and for the stride
     // phases of a strided conv, stride-s loads (a contiguous load and a shuffle in codegen).
-    vectorize_innermost(s[pad], 16);
+    vectorize_innermost(p, 16);
+    if (at_root) fuse_parallel(p, {p.op_axis()[0], p.op_axis()[1]});
   }
 }
 
