@@ -107,6 +107,7 @@ Task group_task(const FusedGroup& group, const PrepackedWeights& prepacked, cons
     PrepackedWeights prepacked;
     GraphTaskOptions options;
     size_t num_outputs = 0;
+    std::vector<size_t> cold_inputs;  // parameters holding the model's constants (weights)
     std::shared_ptr<const KernelReference> reference;
 
     ir::PrimFunc lower(Config* cfg) const { return relay::lower_group(group, "tuned_kernel", {}, &prepacked, cfg); }
@@ -124,6 +125,8 @@ Task group_task(const FusedGroup& group, const PrepackedWeights& prepacked, cons
   st->options = options;
   relay::GroupProgram p = relay::group_to_te(group, &st->prepacked);
   st->num_outputs = p.outputs.size();
+  for (size_t i = 0; options.cold_weights && i < group.inputs.size(); ++i)
+    if (group.inputs[i].as<relay::ConstantNode>()) st->cold_inputs.push_back(i);
 
   Task task;
   task.name = relay::group_template_name(p, group);
@@ -134,7 +137,8 @@ Task group_task(const FusedGroup& group, const PrepackedWeights& prepacked, cons
     prog.func = st->lower(&cfg);
     prog.build = [st, f = prog.func]() {
       std::shared_ptr<const KernelReference> ref = st->get_reference();
-      return measure_kernel(codegen::build({f}, st->options.target), f, ref, st->options.timer, st->options.tolerance);
+      return measure_kernel(codegen::build({f}, st->options.target), f, ref, st->options.timer, st->options.tolerance,
+                            st->cold_inputs);
     };
     return prog;
   };

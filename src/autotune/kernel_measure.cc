@@ -129,14 +129,16 @@ std::shared_ptr<const KernelReference> KernelReference::make(const codegen::Modu
 
 MeasureFn measure_kernel(const codegen::Module& module, const ir::PrimFunc& func,
                          std::shared_ptr<const KernelReference> reference, const TimerOptions& timer,
-                         const Tolerance& tol) {
+                         const Tolerance& tol, const std::vector<size_t>& cold_inputs) {
   KILN_USER_CHECK(reference != nullptr) << "measuring kernel '" << func.name << "' without a reference";
   KILN_USER_CHECK(func.params.size() == reference->inputs_.size() + reference->output_params_.size())
       << "kernel '" << func.name << "' has " << func.params.size() << " parameters; its reference has "
       << reference->inputs_.size() + reference->output_params_.size();
+  for (size_t i : cold_inputs)
+    KILN_USER_CHECK(i < reference->inputs_.size()) << "kernel '" << func.name << "': cold input " << i << " is not an input";
   kiln_kernel_fn fn = kernel_of(module, func);
   // `module` is captured: the kernel's code lives as long as the hook.
-  return [module, fn, name = func.name, reference, timer, tol]() {
+  return [module, fn, name = func.name, reference, timer, tol, cold_inputs]() {
     const KernelReference& ref = *reference;
     std::vector<std::unique_ptr<KernelReference::Buffer>> outs;
     std::vector<void*> args;
@@ -160,7 +162,14 @@ MeasureFn measure_kernel(const codegen::Module& module, const ir::PrimFunc& func
                                 o, e, g, w, tol.rtol, tol.atol_rel, scale));
       }
     }
-    return time_function([&] { call(fn, args, name); }, timer).samples;
+    TimerOptions t = timer;
+    if (!cold_inputs.empty()) {
+      t.min_duration_s = 0;
+      t.before_sample = [&] {
+        for (size_t i : cold_inputs) evict_from_cache(ref.inputs_[i]->data.get(), ref.inputs_[i]->bytes());
+      };
+    }
+    return time_function([&] { call(fn, args, name); }, t).samples;
   };
 }
 

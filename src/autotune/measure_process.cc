@@ -198,6 +198,19 @@ void flush_cpu_cache(size_t bytes) {
   for (size_t i = 0; i < bytes; i += 4096) sink = sink + buffer[i];
 }
 
+void evict_from_cache(const void* data, size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+  const char* p = static_cast<const char*>(data);
+  for (size_t i = 0; i < bytes; i += 64) __builtin_ia32_clflush(p + i);
+  if (bytes > 0) __builtin_ia32_clflush(p + bytes - 1);
+  __builtin_ia32_mfence();
+#else
+  (void)data;
+  (void)bytes;
+  flush_cpu_cache(2 * last_level_cache_bytes());
+#endif
+}
+
 TimingResult time_function(const std::function<void()>& fn, const TimerOptions& o) {
   KILN_USER_CHECK(o.repeat >= 1) << "timer repeat must be at least 1, got " << o.repeat;
   KILN_USER_CHECK(o.min_duration_s >= 0) << "timer min_duration must not be negative";
@@ -212,6 +225,7 @@ TimingResult time_function(const std::function<void()>& fn, const TimerOptions& 
   for (int s = 0; s < o.repeat; ++s) {
     if (s > 0 && past_cap(std::max(per_call, o.min_duration_s))) break;
     if (o.flush_cache) flush_cpu_cache(flush_bytes);
+    if (o.before_sample) o.before_sample();
     const auto t0 = Clock::now();
     int calls = 0;
     double elapsed = 0;

@@ -162,3 +162,30 @@ TEST_CASE("measure: the timer's cap bounds a slow function's timing and keeps on
   o.max_total_s = -1;
   CHECK_THROWS_AS(time_function([] {}, o), kiln::Error);
 }
+
+TEST_CASE("measure: before_sample runs once before each sample, outside its timing", "[autotune][measure]") {
+  TimerOptions o;
+  o.warmup = 0;
+  o.repeat = 4;
+  o.min_duration_s = 0;
+  int prepared = 0, calls = 0;
+  o.before_sample = [&] {
+    CHECK(prepared == calls);  // each sample's call comes after its own preparation
+    ++prepared;
+    spin_for(0.02);
+  };
+  TimingResult t = time_function([&] { ++calls; }, o);
+  CHECK(prepared == 4);
+  CHECK(calls == 4);
+  for (double s : t.samples) CHECK(s < 0.01);  // the 20 ms of preparation are not timed
+}
+
+TEST_CASE("measure: evict_from_cache keeps the data (written back, not dropped)", "[autotune][measure]") {
+  std::vector<float> v(100003);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
+  evict_from_cache(v.data(), v.size() * sizeof(float));
+  evict_from_cache(v.data() + 1, 7);  // an unaligned range, shorter than a line
+  size_t wrong = 0;
+  for (size_t i = 0; i < v.size(); ++i) wrong += v[i] != static_cast<float>(i) * 0.5f;
+  CHECK(wrong == 0);
+}
