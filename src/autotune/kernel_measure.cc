@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <random>
 
 #include "kiln/autotune/space_ops.h"
+#include "kiln/runtime/kernel.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
@@ -74,6 +77,27 @@ kiln_kernel_fn kernel_of(const codegen::Module& module, const ir::PrimFunc& func
 void call(kiln_kernel_fn fn, const std::vector<void*>& args, const std::string& name) {
   int32_t rc = fn(args.data(), static_cast<int32_t>(args.size()));
   KILN_USER_CHECK(rc == 0) << "kernel '" << name << "' returned " << rc;
+}
+
+// Demotes the buffers from every core's private caches to the shared last level: each thread of
+// the pool does it (one task each), since a kernel's tasks leave what they read in the L1/L2 of
+// whichever core ran them. A task waits (up to 2 ms) for all to start, so that no thread runs
+// two of them while another core sleeps.
+void demote_on_every_core(const std::vector<std::pair<const void*, size_t>>& buffers) {
+  struct Job {
+    const std::vector<std::pair<const void*, size_t>>* buffers;
+    std::atomic<int> started{0};
+    int tasks;
+  } job{&buffers, {0}, kiln_get_num_threads()};
+  kiln_parallel_for([](int32_t, int32_t, void* closure) -> int32_t {
+    Job& j = *static_cast<Job*>(closure);
+    j.started.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+    while (j.started.load() < j.tasks && std::chrono::steady_clock::now() < deadline) {
+    }
+    for (const auto& [data, bytes] : *j.buffers) demote_to_llc(data, bytes);
+    return 0;
+  }, &job, job.tasks);
 }
 
 }  // namespace
@@ -165,9 +189,9 @@ MeasureFn measure_kernel(const codegen::Module& module, const ir::PrimFunc& func
     TimerOptions t = timer;
     if (!cold_inputs.empty()) {
       t.min_duration_s = 0;
-      t.before_sample = [&] {
-        for (size_t i : cold_inputs) evict_from_cache(ref.inputs_[i]->data.get(), ref.inputs_[i]->bytes());
-      };
+      std::vector<std::pair<const void*, size_t>> cold;
+      for (size_t i : cold_inputs) cold.emplace_back(ref.inputs_[i]->data.get(), ref.inputs_[i]->bytes());
+      t.before_sample = [cold] { demote_on_every_core(cold); };
     }
     return time_function([&] { call(fn, args, name); }, t).samples;
   };

@@ -198,16 +198,15 @@ void flush_cpu_cache(size_t bytes) {
   for (size_t i = 0; i < bytes; i += 4096) sink = sink + buffer[i];
 }
 
-void evict_from_cache(const void* data, size_t bytes) {
+void demote_to_llc(const void* data, size_t bytes) {
 #if defined(__x86_64__) || defined(__i386__)
+  // cldemote is in the hint-NOP space: a no-op where the CPU lacks it.
   const char* p = static_cast<const char*>(data);
-  for (size_t i = 0; i < bytes; i += 64) __builtin_ia32_clflush(p + i);
-  if (bytes > 0) __builtin_ia32_clflush(p + bytes - 1);
+  for (size_t i = 0; i < bytes; i += 64) asm volatile(".byte 0x0f, 0x1c, 0x00" ::"a"(p + i) : "memory");
   __builtin_ia32_mfence();
 #else
   (void)data;
   (void)bytes;
-  flush_cpu_cache(2 * last_level_cache_bytes());
 #endif
 }
 

@@ -239,6 +239,25 @@ TEST_CASE("tuning a real task: seeded runs measure the same configs, the log rou
   CHECK(std::set<std::string>(configs.begin(), configs.end()).size() == 8);
 }
 
+TEST_CASE("tuning a real task with cold weights: one call a sample, weights demoted before each", "[autotune]") {
+  GraphTaskOptions cold = quick();
+  cold.cold_weights = true;
+  cold.timer.min_duration_s = 10;  // ignored when cold: every sample is one call
+  std::vector<GraphTask> tasks = extract_tasks(one_conv(), CompileOptions{}, cold);
+  REQUIRE(tasks.size() == 1);
+  TempFile log("cold");
+  TunerOptions o;
+  o.trials = 3;
+  o.log_path = log.path;
+  TuneResult r = tune(tasks[0].task, o);
+  CHECK(r.errors == 0);
+  for (const TuningRecord& rec : read_log(log.path).records) {
+    CHECK(rec.ok());
+    CHECK(rec.costs.size() == 2);
+    for (double c : rec.costs) CHECK(c < 0.5);  // one call, not 10 s of them
+  }
+}
+
 TEST_CASE("compile --tuning-log applies the best record, or says why it used the default", "[autotune]") {
   Module m = one_conv();
   std::vector<GraphTask> tasks = extract_tasks(m, CompileOptions{}, quick());

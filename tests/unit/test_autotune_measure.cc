@@ -180,11 +180,11 @@ TEST_CASE("measure: before_sample runs once before each sample, outside its timi
   for (double s : t.samples) CHECK(s < 0.01);  // the 20 ms of preparation are not timed
 }
 
-TEST_CASE("measure: evict_from_cache keeps the data (written back, not dropped)", "[autotune][measure]") {
+TEST_CASE("measure: demote_to_llc keeps the data", "[autotune][measure]") {
   std::vector<float> v(100003);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
-  evict_from_cache(v.data(), v.size() * sizeof(float));
-  evict_from_cache(v.data() + 1, 7);  // an unaligned range, shorter than a line
+  demote_to_llc(v.data(), v.size() * sizeof(float));
+  demote_to_llc(v.data() + 1, 7);  // an unaligned range, shorter than a line
   size_t wrong = 0;
   for (size_t i = 0; i < v.size(); ++i) wrong += v[i] != static_cast<float>(i) * 0.5f;
   CHECK(wrong == 0);

@@ -30,6 +30,7 @@ struct TuneArgs {
   uint64_t seed = 0;
   double timeout_s = 10;
   bool all_groups = false;
+  bool cold_weights = false;
 };
 
 int run_tune(const TuneArgs& a) {
@@ -45,6 +46,7 @@ int run_tune(const TuneArgs& a) {
   GraphTaskOptions topts;
   topts.target = codegen::Target::parse(a.target);
   topts.all_groups = a.all_groups;
+  topts.cold_weights = a.cold_weights;
   relay::OnnxImportOptions iopts;
   iopts.input_shapes = read_shape_specs(a.input_shapes);
   relay::Module m = relay::from_onnx(a.model, iopts);
@@ -115,6 +117,8 @@ void add_tune(CLI::App& app, int* status) {
   c->add_option("--plot", args->plot, "write best-so-far GFLOPS against trials as an SVG");
   c->add_option("--timeout", args->timeout_s, "seconds per candidate run before it counts as hung (default 10)");
   c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
+  c->add_flag("--cold-weights", args->cold_weights,
+              "time candidates with the weights moved out of every core's L1/L2 before each call");
   add_input_shape_option(c, &args->input_shapes);
   c->callback([args, status] { *status = guarded("tune", [&] { return run_tune(*args); }); });
 }

@@ -36,11 +36,13 @@ struct GraphTaskOptions {
     t.max_total_s = 1.0;
     return t;
   }();
-  // Time each call with the kernel's constant inputs (weights) evicted from the CPU caches
-  // first (measure_kernel's cold_inputs): in a model, 45 MB of resnet18 weights pass between two
-  // calls of a kernel, and a schedule fast on cached weights can be slow on streamed ones
-  // (measured: resnet18's 7x7x512 conv tuned warm, 0.69 ms alone, 0.86 in the model).
-  bool cold_weights = true;
+  // Time each call with the kernel's constant inputs (weights) demoted from every core's L1/L2
+  // to the shared cache first (measure_kernel's cold_inputs; `kiln tune --cold-weights`), as in
+  // a model where the other kernels' weights pass through between two calls of this one. Off by
+  // default: on resnet18 it chose better schedules for the 7x7x512 convs (0.80-0.88 ms in the
+  // model vs 0.93-0.98 tuned warm) and the 1x1 stride-2 ones, worse for the stride-2 3x3 convs
+  // (0.55 vs 0.41) and the 14x14 ones, no better in all; evicting to memory (clflush) was worse.
+  bool cold_weights = false;
   Tolerance tolerance;    // candidate vs default schedule
   uint64_t input_seed = 1;
   // Also tune injective and reduction groups (their templates have knobs too: vector width and

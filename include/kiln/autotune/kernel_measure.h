@@ -53,10 +53,10 @@ class KernelReference {
 // The hook the tuner runs in its isolated child: runs `module`'s kernel `func.name` (same
 // parameters as the reference's) once on the reference inputs, throws kiln::Error("wrong result:
 // output N element I: got X, expected Y ...") on a mismatch, then returns time_function's
-// samples (seconds per call). `cold_inputs` (parameter indices) are evicted from the CPU caches
-// before every sample, and each sample is then a single call (min_duration_s does not apply):
-// a model's weights, which the other kernels' weights push out of the caches between two calls
-// of this one, so that a schedule is judged by how it streams them from memory.
+// samples (seconds per call). `cold_inputs` (parameter indices) are demoted from every core's
+// private caches to the shared one before every sample, and each sample is then a single call
+// (min_duration_s does not apply): a model's weights, which the other kernels' weights push out
+// of L1/L2 between two calls of this one.
 MeasureFn measure_kernel(const codegen::Module& module, const ir::PrimFunc& func,
                          std::shared_ptr<const KernelReference> reference, const TimerOptions& timer,
                          const Tolerance& tolerance = Tolerance(), const std::vector<size_t>& cold_inputs = {});

@@ -41,7 +41,7 @@ struct TimerOptions {
   // result is still the real time per call, from fewer samples: not an error.
   double max_total_s = 0;
   // Run before each sample, outside the timing: e.g. evicting a kernel's weights from the
-  // caches (evict_from_cache), so that the sample times what a model's call of it finds.
+  // private caches (demote_to_llc), so that the sample times what a model's call of it finds.
   std::function<void()> before_sample;
 };
 
@@ -60,8 +60,8 @@ size_t last_level_cache_bytes();
 // Evicts the caches by writing and reading back `bytes` of memory (one static buffer: not for
 // concurrent use; the tuner measures one candidate at a time).
 void flush_cpu_cache(size_t bytes);
-// Writes back and evicts [data, data + bytes) from every cache level, line by line (clflush;
-// on CPUs without it, the whole cache is flushed instead).
-void evict_from_cache(const void* data, size_t bytes);
+// Moves [data, data + bytes) out of this core's private caches into the shared last level
+// (cldemote, a hint; a no-op on CPUs without it).
+void demote_to_llc(const void* data, size_t bytes);
 
 }  // namespace kiln::autotune
