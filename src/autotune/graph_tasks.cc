@@ -135,8 +135,9 @@ Task group_task(const FusedGroup& group, const PrepackedWeights& prepacked, cons
   task.make = [st](Config& cfg) {
     Program prog;
     prog.func = st->lower(&cfg);
-    prog.build = [st, f = prog.func]() {
-      std::shared_ptr<const KernelReference> ref = st->get_reference();
+    // The reference is made here, in the tuner's process, and shared by every candidate: the
+    // build hook runs in the candidate's child process (tuner.cc), whose state does not last.
+    prog.build = [st, f = prog.func, ref = st->get_reference()]() {
       return measure_kernel(codegen::build({f}, st->options.target), f, ref, st->options.timer, st->options.tolerance,
                             st->cold_inputs);
     };

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "kiln/autotune/features.h"
 #include "kiln/autotune/measure_process.h"
@@ -28,19 +29,32 @@ TuningRecord measure(const Task& task, const ConfigSpace& space, const Point& p,
   r.target = o.target;
   r.config = point_to_record_config(space, p);
   r.version = KILN_VERSION_STRING;
-  MeasureFn run;
+  std::function<MeasureFn()> build;
   try {
     Program prog = task.instantiate(space, p);
     KILN_USER_CHECK(static_cast<bool>(prog.build)) << "the template gave no build hook";
-    run = prog.build();
-    KILN_USER_CHECK(static_cast<bool>(run)) << "the build gave no measurement hook";
+    build = prog.build;
   } catch (const Error& e) {
     r.error = std::string("build failed: ") + e.what();
   } catch (const InternalError& e) {
     r.error = std::string("build failed: ") + e.what();
   }
   if (r.error.empty()) {
-    IsolatedResult m = run_isolated(run, o.timeout_s);
+    // The child builds as well as runs: code generation that hangs (LLVM's SLP vectorizer spent
+    // minutes on one depthwise candidate's fully unrolled body) is cut off at the timeout like
+    // a run that hangs, and recorded as an error.
+    IsolatedResult m = run_isolated([&] {
+      MeasureFn run;
+      try {
+        run = build();
+        KILN_USER_CHECK(static_cast<bool>(run)) << "the build gave no measurement hook";
+      } catch (const Error& e) {
+        throw std::runtime_error(std::string("build failed: ") + e.what());
+      } catch (const InternalError& e) {
+        throw std::runtime_error(std::string("build failed: ") + e.what());
+      }
+      return run();
+    }, o.timeout_s);
     if (!m.ok()) {
       r.error = m.error;
     } else {

@@ -63,6 +63,7 @@ struct Faults {
   bool hang_ki1 = false;         // never returns when the k tile is 1
   bool wrong_ji2 = false;        // "wrong result" when the j tile is 2
   bool build_fail_scalar = false;  // the build throws for vec=0, par=0
+  bool hang_build_ii2 = false;     // the build never returns when the i tile is 2
 };
 
 Task matmul_task(int64_t m, int64_t n, int64_t k, Faults faults = {}) {
@@ -82,6 +83,9 @@ Task matmul_task(int64_t m, int64_t n, int64_t k, Faults faults = {}) {
     const double flops = 2.0 * m * n * k;
     p.build = [=]() -> MeasureFn {
       if (faults.build_fail_scalar && !t.vec && !t.par) throw kiln::Error("codegen: no scalar fallback");
+      if (faults.hang_build_ii2 && t.ii == 2) {
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
       return [=]() -> std::vector<double> {
         if (faults.crash_ii1 && t.ii == 1) {
           volatile int* volatile p = nullptr;
@@ -215,6 +219,26 @@ TEST_CASE("tuner: crashing, hanging, wrong and unbuildable candidates are errors
   CHECK(kinds["wrong result: max abs error 3.5 at C[0]"] > 0);
   CHECK(kinds["build failed: codegen: no scalar fallback"] > 0);
   CHECK(kinds.size() == 4);
+  std::remove(o.log_path.c_str());
+}
+
+TEST_CASE("tuner: a candidate whose build hangs is cut off at the timeout", "[autotune][tuner]") {
+  Faults f;
+  f.hang_build_ii2 = true;
+  Task task = matmul_task(64, 64, 64, f);
+  TunerOptions o;
+  o.trials = 24;
+  o.seed = 5;
+  o.timeout_s = 0.2;
+  o.explorer.epsilon = 1.0;
+  o.log_path = temp_log("build_hang");
+  TuneResult r = tune(task, o);
+  CHECK(r.trials == 24);
+  CHECK(r.best.has_value());
+  int hung = 0;
+  for (const TuningRecord& rec : read_log(o.log_path).records) hung += rec.error == "timed out after 0.2 s";
+  CHECK(hung == r.errors);
+  CHECK(hung > 0);
   std::remove(o.log_path.c_str());
 }
 
