@@ -132,12 +132,10 @@ void place_pad(Schedule& s, const te::Tensor& pad, Stage out, const ir::IterVar&
 // reference on a 1x1 conv with 4096 input channels: one running sum 4.2e-6, chunks of 32
 // 8.1e-7, of 64 5.9e-7, ONNX Runtime 5.1e-7; on inception_v3 (94 convs, rms output error vs
 // PyTorch float64): one sum 7.8e-5, chunks of >= 64 products 5.0e-5, >= 32 4.2e-5, >= 16
-// 3.7e-5, ONNX Runtime 5.2e-5. A chunk costs a zeroing and an add per accumulator, and the
-// running sums spill to the stack around it: chunks of >= 64 products (1x1: 64 channels, 3x3:
-// 8) keep ONNX Runtime's accuracy and measured 0.8% faster on the whole of tuned resnet18 than
-// >= 32 (sums of node medians 12.55-12.67 vs 12.69-12.73 ms, 2 threads, interleaved runs).
+// 3.7e-5, ONNX Runtime 5.2e-5. A chunk costs a zeroing and an add per accumulator; >= 32
+// products (1x1: 32 channels, 3x3: 4) measured within noise of one sum on resnet18 (1 thread).
 int64_t sum_chunk_channels(int64_t cg, int64_t taps) {
-  constexpr int64_t kChunk = 64;
+  constexpr int64_t kChunk = 32;
   if (cg * taps < 4 * kChunk) return 0;
   for (int64_t pc = (kChunk + taps - 1) / taps; pc <= cg / 2; ++pc)
     if (cg % pc == 0) return pc;
