@@ -148,33 +148,24 @@ std::vector<Point> Explorer::next_batch(size_t n, const ScoreFn& score) {
   const size_t n_guided = n - std::min(n, n_random);
   if (n_guided > 0) {
     std::vector<Point> ranked = space_.size() <= opt_.exhaustive_limit ? score_everything(score) : anneal(score);
-    // The incumbent's share first: its best-scored unmeasured neighbours, diverse among
-    // themselves where possible.
-    const size_t n_local = best_point_.empty() ? 0 : std::min(n_guided, static_cast<size_t>(std::floor(opt_.local_share * n + 0.5)));
-    for (size_t radius = 1; radius <= 2 && batch.size() < n_local; ++radius) {
-      std::vector<Point> near = incumbent_neighbours(score, radius);
+    // Takes points of `pts` in order until the batch holds `limit`: first only those at least
+    // `diversity` knobs from every point already chosen, then any distinct one.
+    auto take_diverse = [&](const std::vector<Point>& pts, size_t limit) {
       for (size_t min_dist : {opt_.diversity, size_t{1}}) {
-        for (const Point& p : near) {
-          if (batch.size() >= n_local) break;
+        for (const Point& p : pts) {
+          if (batch.size() >= limit) return;
           if (taken.count(p)) continue;
           if (!std::all_of(batch.begin(), batch.end(), [&](const Point& q) { return point_distance(p, q) >= min_dist; })) continue;
           batch.push_back(p);
           taken.insert(p);
         }
       }
-    }
-    // Diverse first: skip points within `diversity` knobs of one already chosen; then relax
-    // to any distinct point when the diverse ones run out.
-    for (size_t min_dist : {opt_.diversity, size_t{1}}) {
-      for (const Point& p : ranked) {
-        if (batch.size() >= n_guided) break;
-        if (taken.count(p)) continue;
-        bool far = std::all_of(batch.begin(), batch.end(), [&](const Point& q) { return point_distance(p, q) >= min_dist; });
-        if (!far) continue;
-        batch.push_back(p);
-        taken.insert(p);
-      }
-    }
+    };
+    // The incumbent's share first: its best-scored unmeasured neighbours; then the best-scored
+    // points of the space.
+    const size_t n_local = best_point_.empty() ? 0 : std::min(n_guided, static_cast<size_t>(std::floor(opt_.local_share * n + 0.5)));
+    for (size_t radius = 1; radius <= 2 && batch.size() < n_local; ++radius) take_diverse(incumbent_neighbours(score, radius), n_local);
+    take_diverse(ranked, n_guided);
   }
   // The random share, and whatever the guided part could not fill.
   Point p;
