@@ -71,6 +71,24 @@ ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes) {
   return fused;
 }
 
+void compute_root_parallel(Schedule& s, const te::Tensor& t, bool vectorize) {
+  if (!t.defined() || !t.op().as<te::ComputeOpNode>()) return;
+  Stage st = s[t];
+  st.compute_root();
+  auto ax = st.op_axis();
+  if (vectorize && ax.size() > 2) vectorize_innermost(st);
+  fuse_parallel(st, {ax[0], ax[1]});
+}
+
+void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::IterVar& at, bool at_root) {
+  if (at_root || !pad.defined() || !pad.op().as<te::ComputeOpNode>()) {
+    compute_root_parallel(s, pad, true);
+    return;
+  }
+  s[pad].compute_at(consumer, at);
+  vectorize_innermost(s[pad]);
+}
+
 void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes) {
   Stage st = s[t];
   const auto* c = compute_of(st);

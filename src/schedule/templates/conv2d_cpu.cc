@@ -22,17 +22,6 @@ te::Tensor input_named(const te::Tensor& t, const char* suffix) {
   return te::Tensor();
 }
 
-// Pad or pack stages: computed once at the root, parallel over their two outer axes; a pad's
-// rows are vectorized (masked loads at the borders).
-void schedule_prologue(Schedule& s, const te::Tensor& t, bool vectorize) {
-  if (!t.defined() || !t.op().as<te::ComputeOpNode>()) return;
-  Stage st = s[t];
-  st.compute_root();
-  auto ax = st.op_axis();
-  if (vectorize && ax.size() > 2) vectorize_innermost(st);
-  fuse_parallel(st, {ax[0], ax[1]});
-}
-
 }  // namespace
 
 // The knobs both conv templates share: the register tile (rows x columns x channel blocks) and
@@ -113,19 +102,6 @@ ir::IterVar schedule_conv_ic_blocked(Schedule& s, const te::Tensor& tiled, const
   return task;
 }
 
-// The padded input: computed whole at the root before the conv (one pass over memory, parallel
-// over channels), or by each parallel task for the rows it reads (no pass over memory, but
-// rows shared by neighbouring tasks, and every channel group's task, pad them again).
-// Measured (2 threads, resnet18's layer1 3x3 conv): at the root 0.73 ms, in the task 0.80.
-void place_pad(Schedule& s, const te::Tensor& pad, Stage out, const ir::IterVar& task, bool in_task) {
-  if (!in_task || !pad.defined() || !pad.op().as<te::ComputeOpNode>()) {
-    schedule_prologue(s, pad, true);
-    return;
-  }
-  s[pad].compute_at(out, task);
-  vectorize_innermost(s[pad]);
-}
-
 // Channels per partial sum of the register tile, or 0 for one running sum. A float running sum
 // of n products gathers rounding error in proportion to n (about sqrt(n) for random signs);
 // summed in chunks of k products, each from zero, as k + n/k. Measured, max error vs a double
@@ -171,13 +147,17 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
                     conv.shape()[0] * (nblk / t.ocp) >= 8;
   int64_t ci = plane_fits ? largest_divisor(cg, 32) : cg;
   int64_t ic_chunks = d == 2 ? cfg.define_split("tile_ic", cg, 2, {cg / ci, ci}, 0)[0] : 1;
-  const bool pad_in_task = pad.defined() && cfg.define_knob("pad_at", {0, 1}, 0) == 1;  // 1: in the task
+  // The padded input: computed whole at the root before the conv (one pass over memory, parallel
+  // over channels), or by each parallel task for the rows it reads (no pass over memory, but
+  // rows shared by neighbouring tasks, and every channel group's task, pad them again).
+  // Measured (2 threads, resnet18's layer1 3x3 conv): at the root 0.73 ms, in the task 0.80.
+  const bool pad_in_task = pad.defined() && cfg.define_knob("pad_at", {0, 1}, 0) == 1;
 
   if (!conv.same_as(tiled)) s[conv].compute_inline();
   if (ic_chunks > 1) {
     ir::IterVar task = schedule_conv_ic_blocked(s, tiled, blocked, t, cg / ic_chunks, vec_out != 0);
-    schedule_prologue(s, wpack, false);
-    place_pad(s, pad, s[tiled], task, pad_in_task);
+    compute_root_parallel(s, wpack, false);
+    place_pad(s, pad, s[tiled], task, !pad_in_task);
     return;
   }
   Stage out = s[tiled];
@@ -228,8 +208,8 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
   b.unroll(bx[1 + d]);
   b.vectorize(bx.back());
 
-  schedule_prologue(s, wpack, false);
-  place_pad(s, pad, out, task, pad_in_task);
+  compute_root_parallel(s, wpack, false);
+  place_pad(s, pad, out, task, !pad_in_task);
 }
 
 void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
@@ -271,7 +251,7 @@ void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   c.unroll(cx[2]);
   c.unroll(cx[3]);
   c.vectorize(cx[4]);
-  schedule_prologue(s, pad, true);
+  compute_root_parallel(s, pad, true);
 }
 
 }  // namespace kiln::schedule

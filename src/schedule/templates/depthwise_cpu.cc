@@ -108,14 +108,9 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   if (pad.defined()) {
     // The padded plane: made by the plane's task just before it is read (default: in L1/L2),
     // or all planes at the root in one parallel pass before the conv.
-    Stage p = s[pad];
-    const bool at_root = cfg.define_knob("pad_at", {0, 1}, 0) == 1;
-    if (at_root) p.compute_root();
-    else p.compute_at(out, plane);
     // Rows copy whole vectors: masked loads and stores at the borders, and for the stride
     // phases of a strided conv, stride-s loads (a contiguous load and a shuffle in codegen).
-    vectorize_innermost(p, 16);
-    if (at_root) fuse_parallel(p, {p.op_axis()[0], p.op_axis()[1]});
+    place_pad(s, pad, out, plane, cfg.define_knob("pad_at", {0, 1}, 0) == 1);
   }
 }
 

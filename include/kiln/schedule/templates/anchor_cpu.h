@@ -71,4 +71,13 @@ bool vectorize_innermost(Stage st, int64_t lanes = 16);
 // marks it parallel; returns it (the single axis when count == 1).
 ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes);
 
+// A pad or pack stage feeding a kernel, computed once at the root, parallel over its two outer
+// axes; with `vectorize`, rows are vectorized (masked loads at a pad's borders). Nothing for an
+// undefined tensor or a placeholder.
+void compute_root_parallel(Schedule& s, const te::Tensor& t, bool vectorize);
+
+// A padded input: at the root (compute_root_parallel), or computed at `at` of `consumer`, for
+// just the region that iteration reads (rows vectorized too).
+void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::IterVar& at, bool at_root);
+
 }  // namespace kiln::schedule
