@@ -21,6 +21,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Runs one step of building a candidate: a kiln error, user or internal, comes back as
+// "build failed: ..."; empty when the step succeeds.
+std::string build_step(const std::function<void()>& step) {
+  try {
+    step();
+  } catch (const Error& e) {
+    return std::string("build failed: ") + e.what();
+  } catch (const InternalError& e) {
+    return std::string("build failed: ") + e.what();
+  }
+  return "";
+}
+
 // Builds and measures one candidate; every failure becomes the record's error.
 TuningRecord measure(const Task& task, const ConfigSpace& space, const Point& p, const TunerOptions& o) {
   TuningRecord r;
@@ -30,29 +43,22 @@ TuningRecord measure(const Task& task, const ConfigSpace& space, const Point& p,
   r.config = point_to_record_config(space, p);
   r.version = KILN_VERSION_STRING;
   std::function<MeasureFn()> build;
-  try {
+  r.error = build_step([&] {
     Program prog = task.instantiate(space, p);
     KILN_USER_CHECK(static_cast<bool>(prog.build)) << "the template gave no build hook";
     build = prog.build;
-  } catch (const Error& e) {
-    r.error = std::string("build failed: ") + e.what();
-  } catch (const InternalError& e) {
-    r.error = std::string("build failed: ") + e.what();
-  }
+  });
   if (r.error.empty()) {
     // The child builds as well as runs: code generation that hangs (LLVM's SLP vectorizer spent
     // minutes on one depthwise candidate's fully unrolled body) is cut off at the timeout like
     // a run that hangs, and recorded as an error.
     IsolatedResult m = run_isolated([&] {
       MeasureFn run;
-      try {
+      std::string failed = build_step([&] {
         run = build();
         KILN_USER_CHECK(static_cast<bool>(run)) << "the build gave no measurement hook";
-      } catch (const Error& e) {
-        throw std::runtime_error(std::string("build failed: ") + e.what());
-      } catch (const InternalError& e) {
-        throw std::runtime_error(std::string("build failed: ") + e.what());
-      }
+      });
+      if (!failed.empty()) throw std::runtime_error(failed);
       return run();
     }, o.timeout_s);
     if (!m.ok()) {
