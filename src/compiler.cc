@@ -108,7 +108,7 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   out.fused = fuse_ops(m);
   dump("fuse_ops", to_string(out.fused));
   check_lowerings(out.fused);
-  out.prepacked = prepack_weights(&out.fused);
+  out.prepacked = prepack_weights(&out.fused, options.winograd);
   return out;
 }
 

@@ -32,6 +32,9 @@ struct CompileOptions {
   std::string tuning_log;
   // Blocked NCHW[x]c convolutions (relay::alter_layout); off until the op library lowers them.
   bool alter_layout = false;
+  // 3x3 stride-1 convolutions with a constant weight computed as Winograd F(2x2, 3x3)
+  // (te/ops/nn_winograd.h: fewer multiplies, slightly different rounding); false: all direct.
+  bool winograd = true;
 };
 
 struct CompiledModel {

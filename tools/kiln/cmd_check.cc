@@ -108,11 +108,9 @@ bool same_value(const relay::HostTensor& a, const relay::HostTensor& b) {
 // compiled in and are not fed.
 void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
               const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol, double* worst,
-              const std::string& tuning_log, std::string* worst_why) {
-  CompileOptions copts;
-  copts.tuning_log = tuning_log;
+              const CompileOptions& copts, std::string* worst_why) {
   CompiledModel compiled = compile(m, copts);
-  if (!tuning_log.empty())  // what the log changed is worth seeing; the other notes are compile's business
+  if (!copts.tuning_log.empty())  // what the log changed is worth seeing; the other notes are compile's business
     for (const std::string& note : compiled.notes)
       if (note.find("tuning") != std::string::npos) std::cerr << "note: " << note << "\n";
   // One file per compiled module: a data-set group must not dlopen its predecessor's library.
@@ -148,7 +146,7 @@ void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
   }
 }
 
-int check_case(const fs::path& dir, double rtol, double atol, const std::string& tuning_log,
+int check_case(const fs::path& dir, double rtol, double atol, const CompileOptions& copts,
                const std::map<std::string, relay::Shape>& given_shapes) {
   fs::path model = dir / "model.onnx";
   KILN_USER_CHECK(fs::exists(model)) << "no model.onnx in '" << dir.string() << "'";
@@ -212,7 +210,7 @@ int check_case(const fs::path& dir, double rtol, double atol, const std::string&
         std::cout << (i ? ", " : " ") << bound_names[i] << " from " << file_of(sets[first], bound_names[i]);
       std::cout << (group.size() > 1 ? " (" + std::to_string(group.size()) + " data sets)" : "") << "\n";
     }
-    run_sets(m, group, opts.bind, rtol, atol, &worst, tuning_log, &worst_why);
+    run_sets(m, group, opts.bind, rtol, atol, &worst, copts, &worst_why);
   }
   bool pass = worst <= 1.0;
   std::cout << (pass ? "PASS " : "FAIL ") << case_name(dir) << ": worst error " << worst
@@ -228,6 +226,7 @@ void add_check(CLI::App& app, int* status) {
     double rtol = 1e-3, atol = 1e-4;
     std::string tuning_log;
     std::vector<std::string> input_shapes;
+    bool no_winograd = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("check", "compile a case's model.onnx and compare with its test data");
@@ -236,9 +235,13 @@ void add_check(CLI::App& app, int* status) {
   c->add_option("--atol", args->atol, "absolute tolerance (default 1e-4)");
   c->add_option("--tuning-log", args->tuning_log, "compile with the best schedules of this autotuning log");
   add_input_shape_option(c, &args->input_shapes);
+  c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3))");
   c->callback([args, status] {
     *status = guarded("check", [&] {
-      return check_case(args->dir, args->rtol, args->atol, args->tuning_log, read_shape_specs(args->input_shapes));
+      CompileOptions copts;
+      copts.tuning_log = args->tuning_log;
+      copts.winograd = !args->no_winograd;
+      return check_case(args->dir, args->rtol, args->atol, copts, read_shape_specs(args->input_shapes));
     });
   });
 }

@@ -13,6 +13,7 @@ void add_compile(CLI::App& app, int* status) {
   struct Args {
     std::string model, out, target = "llvm", dump_ir, tuning_log;
     std::vector<std::string> bind, input_shapes;
+    bool no_winograd = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("compile", "compile an ONNX model into one deployable .so");
@@ -24,6 +25,7 @@ void add_compile(CLI::App& app, int* status) {
   c->add_option("--bind", args->bind, "NAME=FILE.pb: graph input NAME becomes this constant (static shapes)")
       ->check(name_equals_file());
   add_input_shape_option(c, &args->input_shapes);
+  c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3) for 3x3 stride-1 convs)");
   c->callback([args, status] {
     *status = guarded("compile", [&] {
       relay::Module m = import_for_compile(args->model, args->bind, args->input_shapes);
@@ -31,6 +33,7 @@ void add_compile(CLI::App& app, int* status) {
       opts.target = codegen::Target::parse(args->target);
       opts.dump_ir_stage = args->dump_ir;
       opts.tuning_log = args->tuning_log;
+      opts.winograd = !args->no_winograd;
       CompiledModel compiled = compile(m, opts);
       for (const std::string& note : compiled.notes) std::cerr << "note: " << note << "\n";
       export_library(compiled, args->out);

@@ -23,6 +23,7 @@
 #include "kiln/runtime/graph_plan.h"
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/te/ops/lowering.h"
 
 namespace kiln::relay {
 
@@ -32,13 +33,14 @@ namespace kiln::relay {
 struct PrepackedWeight {
   size_t arg = 1;
   Expr packed;
+  te::ops::FLower lower;  // the call's lowering that reads the packed form
 };
 using PrepackedWeights = std::unordered_map<const ExprNode*, PrepackedWeight>;  // call -> weight
 
 // Packs every constant weight the op library can take prepacked and that only its call reads,
 // replacing it among its group's inputs (so plan_memory and the weights blob hold the packed
 // bytes); group_to_te then lowers those calls with the prepacked lowering. A pure speed-up.
-PrepackedWeights prepack_weights(FusedModule* module);
+PrepackedWeights prepack_weights(FusedModule* module, bool winograd = true);
 
 struct GroupProgram {
   std::vector<te::Tensor> inputs;   // placeholders, one per FusedGroup::inputs entry

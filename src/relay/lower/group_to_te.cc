@@ -83,12 +83,10 @@ GroupProgram group_to_te(const FusedGroup& group, const PrepackedWeights* prepac
     // A weight packed at compile time: the packed constant is the group input, and the call is
     // lowered by the form that reads it packed.
     const PrepackedWeight* packed = nullptr;
-    std::optional<te::ops::WeightPrepack> prepack;
     if (prepacked && prepacked->count(e.get())) {
       packed = &prepacked->at(e.get());
-      prepack = te::ops::weight_prepack(*c);
-      KILN_CHECK(prepack.has_value()) << describe(c) << " was prepacked but has no prepacked lowering";
-      lower = &prepack->lower;
+      KILN_CHECK(static_cast<bool>(packed->lower)) << describe(c) << " was prepacked but has no prepacked lowering";
+      lower = &packed->lower;
     }
     std::vector<te::Tensor> args;
     for (size_t i = 0; i < c->args.size(); ++i) {

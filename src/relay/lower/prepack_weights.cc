@@ -9,7 +9,7 @@
 
 namespace kiln::relay {
 
-PrepackedWeights prepack_weights(FusedModule* m) {
+PrepackedWeights prepack_weights(FusedModule* m, bool winograd) {
   // A weight shared by several calls (equal constants merged) or also a model output stays as is.
   std::unordered_map<const ExprNode*, int> uses;
   for (const FusedGroup& g : m->groups)
@@ -21,7 +21,7 @@ PrepackedWeights prepack_weights(FusedModule* m) {
   for (FusedGroup& g : m->groups) {
     for (const Expr& c : g.calls) {
       const auto* call = c.as<CallNode>();
-      std::optional<te::ops::WeightPrepack> p = te::ops::weight_prepack(*call);
+      std::optional<te::ops::WeightPrepack> p = te::ops::weight_prepack(*call, winograd);
       if (!p || p->input >= call->args.size()) continue;
       const Expr& w = call->args[p->input];
       const auto* k = w.as<ConstantNode>();
@@ -29,7 +29,7 @@ PrepackedWeights prepack_weights(FusedModule* m) {
       Expr replacement = make_constant(p->pack(k->value));
       for (Expr& in : g.inputs)
         if (in.same_as(w)) in = replacement;
-      packed[c.get()] = PrepackedWeight{p->input, replacement};
+      packed[c.get()] = PrepackedWeight{p->input, replacement, p->lower};
     }
   }
   return packed;

@@ -8,8 +8,9 @@
 #include "kiln/schedule/templates/depthwise_cpu.h"
 #include "kiln/schedule/templates/norm_cpu.h"
 #include "kiln/schedule/templates/pool_cpu.h"
+#include "kiln/schedule/templates/winograd_cpu.h"
 #include "kiln/support/error.h"
-#include "kiln/te/ops/nn_conv.h"
+#include "kiln/te/ops/nn_winograd.h"
 
 namespace kiln::schedule {
 
@@ -20,12 +21,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool has_input_named(const te::Tensor& t, const char* suffix) {
-  for (const te::Tensor& in : t.op().input_tensors()) {
-    if (ends_with(in.op().name(), suffix)) return true;
-  }
-  return false;
-}
+bool has_input_named(const te::Tensor& t, const char* suffix) { return input_with_suffix(t, suffix).defined(); }
 
 const te::ComputeOpNode* compute_of(const Stage& st) { return st->op.as<te::ComputeOpNode>(); }
 
@@ -39,6 +35,13 @@ void finish_untouched(Schedule& s) {
 }
 
 }  // namespace
+
+te::Tensor input_with_suffix(const te::Tensor& t, const std::string& suffix) {
+  for (const te::Tensor& in : t.op().input_tensors()) {
+    if (ends_with(in.op().name(), suffix)) return in;
+  }
+  return te::Tensor();
+}
 
 int64_t largest_divisor(int64_t n, int64_t cap) {
   for (int64_t d = std::min(n, cap); d > 1; --d) {
@@ -140,6 +143,7 @@ Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs) {
 
 const char* anchor_template_name(const te::Tensor& anchor) {
   const std::string& n = anchor.op().name();
+  if (has_input_named(anchor, te::ops::kWinogradOutSuffix)) return "conv_winograd";
   if (has_input_named(anchor, te::ops::kBlockedSuffix)) {
     if (starts_with(n, "conv")) return "conv";
     if (starts_with(n, "dense")) return "dense";
@@ -191,6 +195,8 @@ Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::T
   inline_injective(s, outputs, keep);
   if (kind == "conv") {
     schedule_conv_cpu(s, tiled, anchor, cfg);
+  } else if (kind == "conv_winograd") {
+    schedule_conv_winograd_cpu(s, tiled, anchor, cfg);
   } else if (kind == "conv_nchwc") {
     schedule_conv_nchwc_cpu(s, tiled, anchor, cfg);
   } else if (kind == "depthwise") {

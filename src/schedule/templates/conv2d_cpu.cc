@@ -9,21 +9,6 @@
 
 namespace kiln::schedule {
 
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-te::Tensor input_named(const te::Tensor& t, const char* suffix) {
-  for (const te::Tensor& in : t.op().input_tensors()) {
-    if (ends_with(in.op().name(), suffix)) return in;
-  }
-  return te::Tensor();
-}
-
-}  // namespace
-
 // The knobs both conv templates share: the register tile (rows x columns x channel blocks) and
 // the order of the reduction loops around it.
 struct ConvTile {
@@ -119,11 +104,11 @@ int64_t sum_chunk_channels(int64_t cg, int64_t taps) {
 }
 
 void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
-  te::Tensor blocked = input_named(conv, te::ops::kBlockedSuffix);
+  te::Tensor blocked = input_with_suffix(conv, te::ops::kBlockedSuffix);
   KILN_CHECK(blocked.defined()) << "schedule_conv_cpu: '" << conv.name() << "' is not a conv_nd result";
   KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv_cpu: the tiled stage must have the conv's shape";
-  te::Tensor wpack = input_named(blocked, te::ops::kPackSuffix);
-  te::Tensor pad = input_named(blocked, te::ops::kPadSuffix);
+  te::Tensor wpack = input_with_suffix(blocked, te::ops::kPackSuffix);
+  te::Tensor pad = input_with_suffix(blocked, te::ops::kPadSuffix);
   int d = conv.ndim() - 2;
   int64_t co = blocked.shape().back(), nblk = blocked.shape()[1], ow = conv.shape().back();
   int64_t oh = d >= 2 ? conv.shape()[d] : 0;
@@ -214,7 +199,7 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
 
 void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
   KILN_CHECK(conv.ndim() == 5 && tiled.shape() == conv.shape()) << "schedule_conv_nchwc_cpu: not a blocked conv";
-  te::Tensor pad = input_named(conv, te::ops::kPadSuffix);
+  te::Tensor pad = input_with_suffix(conv, te::ops::kPadSuffix);
   int64_t nblk = conv.shape()[1], oh = conv.shape()[2], ow = conv.shape()[3], co = conv.shape()[4];
   ConvTile t = define_conv_tile(cfg, nblk, co, oh, ow);
 

@@ -13,14 +13,6 @@ namespace kiln::schedule {
 
 namespace {
 
-te::Tensor input_named(const te::Tensor& t, const std::string& suffix) {
-  for (const te::Tensor& in : t.op().input_tensors()) {
-    const std::string& n = in.op().name();
-    if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) return in;
-  }
-  return te::Tensor();
-}
-
 int64_t reduce_extent(const te::Tensor& t) {
   const auto* c = t.op().as<te::ComputeOpNode>();
   KILN_CHECK(c && c->reduce_axis.size() == 1) << "'" << t.name() << "' is not a single-axis reduction";
@@ -30,9 +22,9 @@ int64_t reduce_extent(const te::Tensor& t) {
 }  // namespace
 
 void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, Config& cfg) {
-  te::Tensor blocked = input_named(dense, te::ops::kBlockedSuffix);
+  te::Tensor blocked = input_with_suffix(dense, te::ops::kBlockedSuffix);
   KILN_CHECK(blocked.defined()) << "schedule_dense_cpu: '" << dense.name() << "' is not a dense result";
-  te::Tensor wpack = input_named(blocked, te::ops::kPackSuffix);
+  te::Tensor wpack = input_with_suffix(blocked, te::ops::kPackSuffix);
   int64_t m = dense.shape()[0], nb = blocked.shape()[1], nr = blocked.shape()[2], k = reduce_extent(blocked);
 
   int64_t pi = largest_divisor(m, 8), pk = largest_divisor(k, 4);

@@ -10,6 +10,7 @@
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
 #include "kiln/te/ops/nn_conv.h"
+#include "kiln/te/ops/nn_winograd.h"
 #include "kiln/te/ops/nn_dense.h"
 #include "kiln/te/ops/nn_image.h"
 #include "kiln/te/ops/nn_norm.h"
@@ -207,7 +208,7 @@ void register_opaque() {
 
 }  // namespace
 
-std::optional<WeightPrepack> weight_prepack(const relay::CallNode& call) {
+std::optional<WeightPrepack> weight_prepack(const relay::CallNode& call, bool winograd) {
   const std::string& op = call.op_name();
   bool is_conv = op == "nn.conv1d" || op == "nn.conv2d" || op == "nn.conv3d";
   if (!is_conv && op != "nn.dense") return std::nullopt;
@@ -231,6 +232,17 @@ std::optional<WeightPrepack> weight_prepack(const relay::CallNode& call) {
   if (groups > 1 && w->shape[1] == 1) return std::nullopt;  // depthwise: read as is
   std::string base = op.substr(3);
   int64_t oc = out->shape[1];
+  if (winograd && op == "nn.conv2d" && w->dtype == relay::DataType::f32() && out->shape.size() == 4 &&
+      winograd_applies(oc, w->shape[1], w->shape[2], w->shape[3], conv_attrs(call.attrs, false), out->shape[2],
+                       out->shape[3])) {
+    p.pack = [](const relay::HostTensor& t) { return pack_winograd_weight(t); };
+    p.lower = [op, base, oc](const Inputs& in, const Attrs& attrs, const relay::Type& type) {
+      Tensor t = conv2d_winograd_packed(in[0], in[1], oc, conv_attrs(attrs, false), base);
+      check_result(op, t, type);
+      return std::vector<Tensor>{t};
+    };
+    return p;
+  }
   p.pack = [groups](const relay::HostTensor& t) { return pack_conv_weight(t, groups); };
   p.lower = [op, base, oc](const Inputs& in, const Attrs& attrs, const relay::Type& type) {
     Tensor t = conv_nd_packed(in[0], in[1], oc, conv_attrs(attrs, false), base);

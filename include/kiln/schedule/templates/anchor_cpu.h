@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kiln/schedule/config.h"
@@ -37,7 +38,7 @@ namespace kiln::schedule {
 
 Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, Config& cfg);
 
-// The template family schedule_anchor_cpu picks for an anchor ("conv", "conv_nchwc",
+// The template family schedule_anchor_cpu picks for an anchor ("conv", "conv_winograd", "conv_nchwc",
 // "depthwise", "dense", "matmul", "pool", "global_pool", "softmax", "norm", "generic"), e.g. to
 // name tuning tasks.
 const char* anchor_template_name(const te::Tensor& anchor);
@@ -56,6 +57,10 @@ void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes = 16);
 // Inlines every compute stage reachable from `outputs` that has no reduction, is not an output
 // and is not in `keep`.
 void inline_injective(Schedule& s, const std::vector<te::Tensor>& outputs, const std::vector<te::Tensor>& keep);
+
+// The input of t's op whose op name ends with `suffix` (a template finding the stages of its
+// op: "<name>.pad", "<name>.blocked", ...); undefined when there is none.
+te::Tensor input_with_suffix(const te::Tensor& t, const std::string& suffix);
 
 // The largest divisor of n that is at most cap (at least 1).
 int64_t largest_divisor(int64_t n, int64_t cap);

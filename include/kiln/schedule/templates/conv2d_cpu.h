@@ -43,4 +43,9 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
 // outside or inside the window; the lanes of a channel block stay innermost), unroll_kw.
 void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
 
+// Input channels per partial sum of a register tile whose sums run over cg channels x taps
+// kernel taps (each chunk summed from zero, then added: less rounding error), or 0 for one
+// running sum. Shared by the templates whose reductions run over channels (conv, Winograd).
+int64_t sum_chunk_channels(int64_t cg, int64_t taps);
+
 }  // namespace kiln::schedule

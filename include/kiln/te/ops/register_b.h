@@ -46,6 +46,8 @@ struct WeightPrepack {
 
 // The prepacked form of this call, or nullopt where the lowering reads its weight as is
 // (depthwise and transposed convolutions, matmul, ...).
-std::optional<WeightPrepack> weight_prepack(const relay::CallNode& call);
+// With `winograd`, a float32 3x3 stride-1 conv2d that winograd_applies to takes the Winograd
+// form (te/ops/nn_winograd.h) instead of the blocked direct one.
+std::optional<WeightPrepack> weight_prepack(const relay::CallNode& call, bool winograd = true);
 
 }  // namespace kiln::te::ops

@@ -1,0 +1,30 @@
+// CPU schedule of the Winograd conv2d F(2x2, 3x3) (te/ops/nn_winograd.h).
+//
+// A parallel task is one row of 2x2 output tiles (all output channels): it transforms the
+// input rows the tiles read (V, a local buffer), runs the 16 channel reductions M = U * V with
+// the direct conv's register tiling (oc_blocks co-channel vectors of U x tile_tw tiles, a
+// broadcast of V per tile), and then writes the output tile by tile of tile_ow columns through
+// the inverse transform and the inlined elementwise tail (bias, residual add, relu). V and M
+// of one row (16*C*TW and 16*OC*TW floats) stay in the core's L2; U (16*C*OC floats) is read
+// by every task, which is why winograd_applies limits it to 4 MiB.
+//
+// Knobs, defaults in brackets:
+//   tile_tw    [TW/twr, twr]: tiles per register tile of the reduction (twr <= 14)
+//                                                             [largest divisor of TW <= 7]
+//   oc_blocks  1, 2 or 4 channel blocks per register tile (largest dividing)         [2]
+//   tile_ow    [OW/owr, owr]: output columns per write-out tile (owr <= 16)
+//                                          [8 when it divides OW, else largest divisor <= 14]
+//   vec_out    1: vectorize the write-out over columns (owr 8 or 16)   [1 when owr is 8 or 16]
+//   pad_at     0: the padded input at the root; 1: each task pads the rows it reads      [0]
+#pragma once
+
+#include "kiln/schedule/config.h"
+#include "kiln/schedule/schedule.h"
+
+namespace kiln::schedule {
+
+// `conv` is what conv2d_winograd_packed returned; `tiled` is conv or the group's output of its
+// shape with the elementwise tail.
+void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
+
+}  // namespace kiln::schedule

@@ -1,0 +1,107 @@
+#include "kiln/schedule/templates/winograd_cpu.h"
+
+#include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/schedule/templates/conv2d_cpu.h"
+#include "kiln/support/error.h"
+#include "kiln/te/ops/nn_winograd.h"
+
+namespace kiln::schedule {
+
+void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
+  te::Tensor yt = input_with_suffix(conv, te::ops::kWinogradOutSuffix);
+  te::Tensor m = yt.defined() ? input_with_suffix(yt, te::ops::kWinogradGemmSuffix) : te::Tensor();
+  te::Tensor v = m.defined() ? input_with_suffix(m, te::ops::kWinogradInSuffix) : te::Tensor();
+  KILN_CHECK(v.defined()) << "schedule_conv_winograd_cpu: '" << conv.name() << "' is not a Winograd conv2d";
+  KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv_winograd_cpu: the tiled stage must have the conv's shape";
+  te::Tensor pad = input_with_suffix(v, te::ops::kPadSuffix);
+  int64_t nblk = m.shape()[2], tw = m.shape()[4], co = m.shape()[5], c = v.shape()[2], ow = conv.shape()[3];
+
+  int64_t twr = cfg.define_split("tile_tw", tw, 2, {tw / largest_divisor(tw, 7), largest_divisor(tw, 7)}, 14)[1];
+  int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, nblk % 2 == 0 ? 2 : 1);
+  while (nblk % ocp != 0) ocp /= 2;
+  int64_t pref = ow % 8 == 0 ? 8 : largest_divisor(ow, 14);
+  int64_t owr = cfg.define_split("tile_ow", ow, 2, {ow / pref, pref}, 16)[1];
+  bool vec_out = cfg.define_knob("vec_out", {0, 1}, owr == 8 || owr == 16 ? 1 : 0) == 1;
+  bool pad_in_task = pad.defined() && cfg.define_knob("pad_at", {0, 1}, 0) == 1;
+
+  // What a parallel task covers: a row of tiles for all output channels (0: each task
+  // transforms the input rows it reads and re-reads all of U), or oc_blocks channel blocks for
+  // the whole image (1: the input transformed once at the root; each task reads only its part
+  // of U). Default 1 when U outgrows half a core's L2 (2 MiB here): measured (2 threads,
+  // resnet18) layer3's 4 MiB U ... ms by rows vs ... by channels; layer2's 1 MiB ... vs ... .
+  int64_t u_bytes = 16 * c * nblk * co * 4;
+  bool by_channels = cfg.define_knob("task_over", {0, 1}, u_bytes > (int64_t{1} << 20) ? 1 : 0) == 1;
+
+  if (!conv.same_as(tiled)) s[conv].compute_inline();
+  // The output, tile by tile of owr columns, each written out from the inverse transform of its
+  // tiles (computed just before, in registers).
+  Stage out = s[tiled];
+  auto ax = out.op_axis();  // n, oc, oh, ow
+  auto [ob, oci] = out.split(ax[1], co);
+  auto [th, hi] = out.split(ax[2], 2);
+  auto [owo, owi] = out.split(ax[3], owr);
+  ir::IterVar task;
+  if (by_channels) {
+    auto [obt, obi] = out.split(ob, ocp);
+    out.reorder({ax[0], obt, th, obi, owo, hi, oci, owi});
+    task = fuse_parallel(out, {ax[0], obt});
+  } else {
+    out.reorder({ax[0], th, ob, owo, hi, oci, owi});
+    task = fuse_parallel(out, {ax[0], th});
+  }
+  if (vec_out) out.vectorize(owi);
+  else out.unroll(owi);
+
+  Stage sy = s[yt];
+  sy.set_scope("local");
+  sy.compute_at(out, owo);
+  auto yx = sy.op_axis();  // n, block, tile row, hi, column, lane
+  sy.unroll(yx[3]);
+  sy.unroll(yx[4]);
+  sy.vectorize(yx[5]);
+
+  // The reductions, register-tiled like the direct conv: ocp weight vectors x twr broadcasts.
+  Stage sm = s[m];
+  sm.set_scope("local");
+  sm.compute_at(out, task);
+  auto mx = sm.op_axis();  // n, e, block, tile row, tile column, lane
+  ir::IterVar rc = sm.reduce_axis()[0];
+  auto [obo, obi] = sm.split(mx[2], ocp);
+  auto [two, twi] = sm.split(mx[4], twr);
+  std::vector<ir::IterVar> order = {mx[0], mx[3], mx[1], obo, two};
+  if (int64_t pc = sum_chunk_channels(c, 1)) {
+    auto [rco, rci] = sm.split(rc, pc);
+    order.insert(order.end(), {rco, rci});
+    sm.partial_sums(rco);
+  } else {
+    order.push_back(rc);
+  }
+  order.insert(order.end(), {obi, twi, mx[5]});
+  sm.reorder(order);
+  sm.unroll(obi);
+  sm.unroll(twi);
+  sm.vectorize(mx[5]);
+
+  // The input transform: per channel, all 16 outputs of a run of tiles at once (they share the
+  // 16 loads of the tiles' 4x4 inputs), vectorized over tiles.
+  Stage sv = s[v];
+  sv.set_scope(by_channels ? "global" : "local");
+  if (by_channels) sv.compute_root();
+  else sv.compute_at(out, task);
+  auto vx = sv.op_axis();  // n, e, channel, tile row, tile column
+  ir::IterVar vtx = vx[4];
+  if (tw > 16) {
+    auto [txo, txi] = sv.split(vx[4], 16);
+    sv.reorder({vx[0], vx[2], vx[3], txo, vx[1], txi});
+    vtx = txi;
+  } else {
+    sv.reorder({vx[0], vx[2], vx[3], vx[1], vx[4]});
+  }
+  sv.unroll(vx[1]);
+  sv.vectorize(vtx);
+  if (by_channels) fuse_parallel(sv, {vx[0], vx[2]});
+
+  place_pad(s, pad, out, task, !pad_in_task || by_channels);
+}
+
+}  // namespace kiln::schedule
