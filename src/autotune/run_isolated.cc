@@ -81,7 +81,8 @@ std::string attempt(F&& f) {
   rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
   // A built child waits for the parent's go: if the parent dies instead, the child must not
-  // wait (or run) forever.
+  // wait (or run) forever. (The signal comes when the forking thread ends, which the batch
+  // outlives: run_isolated_batch reaps every child before it returns.)
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(0);
   for (int other : inherited) ::close(other);
