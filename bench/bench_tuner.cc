@@ -1,7 +1,11 @@
 // Cost-model-guided search against random search, on real kernels, at equal trial budgets.
 //
 //   bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M] [--no-transfer]
+//               [--build-jobs J]
 //   bench_tuner --dataset DIR [--samples N] --filter SUB   (offline diagnosis of the cost model)
+//
+// --build-jobs: candidates built at once (default: the number of cores); runs are timed one at a
+// time either way (TunerOptions::build_jobs).
 //
 // Tasks: SGEMM 512 and 1024 (nn.matmul of two inputs), three resnet18 3x3 convolutions (64ch at
 // 56x56, 128ch at 28x28, 256ch at 14x14, batch 1, NCHW, constant weights prepacked as in a
@@ -96,7 +100,7 @@ double at(const std::vector<double>& curve, size_t trials) {
 // rest (Spearman) and how fast is the best of its top 8, against the best of 64 random. This
 // separates "the model cannot rank" from "the explorer does not find what the model likes"
 // without the noise of a live search.
-int dataset(const Task& task, const std::string& dir, int samples, double timeout) {
+int dataset(const Task& task, const std::string& dir, int samples, double timeout, int build_jobs) {
   const ConfigSpace space = task.space();
   std::string stem = dir + "/" + task.name + "_" + std::to_string(space.size());
   std::vector<TuningLog> logs;
@@ -107,6 +111,7 @@ int dataset(const Task& task, const std::string& dir, int samples, double timeou
       o.trials = samples;
       o.seed = 12345;
       o.timeout_s = timeout;
+      o.build_jobs = build_jobs;
       o.log_path = stem + rep;
       o.min_train_samples = std::numeric_limits<int>::max();
       tune(task, o);
@@ -283,6 +288,7 @@ int main(int argc, char** argv) {
   int trials = 128, seeds = 3;
   int min_train = TunerOptions().min_train_samples;
   double timeout = 10;
+  int build_jobs = default_build_jobs();
   std::string filter, dataset_dir;
   int samples = 200;
   bool transfer = true;
@@ -303,13 +309,14 @@ int main(int argc, char** argv) {
     else if (a == "--dataset") dataset_dir = next();
     else if (a == "--samples") samples = std::atoi(next());
     else if (a == "--no-transfer") transfer = false;
+    else if (a == "--build-jobs") build_jobs = std::atoi(next());
     else {
-      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M] [--no-transfer] | --dataset DIR [--samples N]\n");
+      std::fprintf(stderr, "usage: bench_tuner [--trials N] [--seeds S] [--filter SUB[,SUB...]] [--timeout SEC] [--min-train M] [--no-transfer] [--build-jobs J] | --dataset DIR [--samples N]\n");
       return 2;
     }
   }
-  if (trials < 64 || seeds < 1) {
-    std::fprintf(stderr, "bench_tuner: --trials must be >= 64 (the summary reads 64) and --seeds >= 1\n");
+  if (trials < 64 || seeds < 1 || build_jobs < 1) {
+    std::fprintf(stderr, "bench_tuner: --trials must be >= 64 (the summary reads 64), --seeds and --build-jobs >= 1\n");
     return 2;
   }
   std::vector<Bench> benches = {
@@ -324,7 +331,7 @@ int main(int argc, char** argv) {
     for (const Bench& b : benches) {
       if (!selected(b.name, filter)) continue;
       std::printf("%s\n", b.name.c_str());
-      int rc = dataset(extract_tasks(b.module)[0].task, dataset_dir, samples, timeout);
+      int rc = dataset(extract_tasks(b.module)[0].task, dataset_dir, samples, timeout, build_jobs);
       if (rc) return rc;
     }
     return 0;
@@ -354,6 +361,7 @@ int main(int argc, char** argv) {
     TunerOptions d;
     d.trials = 1;
     d.timeout_s = timeout;
+    d.build_jobs = build_jobs;
     d.measure_default_first = true;
     const double default_gflops = tune(task, d).default_gflops;
     double mean[2][3] = {};
@@ -367,6 +375,7 @@ int main(int argc, char** argv) {
         o.trials = trials;
         o.seed = static_cast<uint64_t>(s) + 1;
         o.timeout_s = timeout;
+        o.build_jobs = build_jobs;
         // Random search: the same explorer, with a model that never gets enough samples to train.
         o.min_train_samples = guided ? min_train : std::numeric_limits<int>::max();
         TuneResult r = guided && transfer ? tune(task, o, &carried[static_cast<size_t>(s)][workload_template(task.workload_key)]) : tune(task, o);

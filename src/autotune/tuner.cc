@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "kiln/autotune/features.h"
 #include "kiln/autotune/measure_process.h"
@@ -34,33 +35,47 @@ std::string build_step(const std::function<void()>& step) {
   return "";
 }
 
-// Builds and measures one candidate; every failure becomes the record's error.
-TuningRecord measure(const Task& task, const ConfigSpace& space, const Point& p, const TunerOptions& o) {
-  TuningRecord r;
-  r.task = task.name;
-  r.workload_key = task.workload_key;
-  r.target = o.target;
-  r.config = point_to_record_config(space, p);
-  r.version = KILN_VERSION_STRING;
-  std::function<MeasureFn()> build;
-  r.error = build_step([&] {
-    Program prog = task.instantiate(space, p);
-    KILN_USER_CHECK(static_cast<bool>(prog.build)) << "the template gave no build hook";
-    build = prog.build;
-  });
-  if (r.error.empty()) {
+// Builds and measures a batch of candidates, in order; every failure becomes that record's
+// error. The template is instantiated here, in the tuner's process (its hooks may share state
+// made on first use, such as a kernel's reference outputs); code generation and the timed run
+// are in each candidate's child, the builds in parallel (run_isolated_batch).
+std::vector<TuningRecord> measure(const Task& task, const ConfigSpace& space, const std::vector<Point>& pts,
+                                  const TunerOptions& o) {
+  std::vector<TuningRecord> records(pts.size());
+  std::vector<IsolatedBuild> jobs;
+  std::vector<size_t> job_of;  // the record of each job
+  for (size_t i = 0; i < pts.size(); ++i) {
+    TuningRecord& r = records[i];
+    r.task = task.name;
+    r.workload_key = task.workload_key;
+    r.target = o.target;
+    r.config = point_to_record_config(space, pts[i]);
+    r.version = KILN_VERSION_STRING;
+    std::function<MeasureFn()> build;
+    r.error = build_step([&] {
+      Program prog = task.instantiate(space, pts[i]);
+      KILN_USER_CHECK(static_cast<bool>(prog.build)) << "the template gave no build hook";
+      build = prog.build;
+    });
+    if (!r.error.empty()) continue;
     // The child builds as well as runs: code generation that hangs (LLVM's SLP vectorizer spent
     // minutes on one depthwise candidate's fully unrolled body) is cut off at the timeout like
     // a run that hangs, and recorded as an error.
-    IsolatedResult m = run_isolated([&] {
+    jobs.push_back([build]() -> IsolatedFn {
       MeasureFn run;
       std::string failed = build_step([&] {
         run = build();
         KILN_USER_CHECK(static_cast<bool>(run)) << "the build gave no measurement hook";
       });
       if (!failed.empty()) throw std::runtime_error(failed);
-      return run();
-    }, o.timeout_s);
+      return run;
+    });
+    job_of.push_back(i);
+  }
+  std::vector<IsolatedResult> results = run_isolated_batch(jobs, o.build_jobs, o.timeout_s);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    TuningRecord& r = records[job_of[j]];
+    const IsolatedResult& m = results[j];
     if (!m.ok()) {
       r.error = m.error;
     } else {
@@ -70,9 +85,11 @@ TuningRecord measure(const Task& task, const ConfigSpace& space, const Point& p,
       else r.error = "the measurement returned no valid run times";
     }
   }
-  r.timestamp = static_cast<int64_t>(std::time(nullptr));
-  if (r.ok() && task.flops > 0) r.gflops = task.flops / r.median_cost() / 1e9;
-  return r;
+  for (TuningRecord& r : records) {
+    r.timestamp = static_cast<int64_t>(std::time(nullptr));
+    if (r.ok() && task.flops > 0) r.gflops = task.flops / r.median_cost() / 1e9;
+  }
+  return records;
 }
 
 // What the explorer and the model maximize: GFLOPS, or runs per second when flops are unknown;
@@ -87,8 +104,8 @@ class Tuner {
   Tuner(const Task& task, const TunerOptions& o, CostModel* model)
       : task_(task), o_(o), space_(task.space()), explorer_(space_, explorer_options(o)), own_(o.model),
         model_(model ? *model : own_) {
-    KILN_USER_CHECK(o.trials >= 0 && o.batch_size >= 1)
-        << "tuning '" << task.workload_key << "': trials must be >= 0 and batch_size >= 1";
+    KILN_USER_CHECK(o.trials >= 0 && o.batch_size >= 1 && o.build_jobs >= 1)
+        << "tuning '" << task.workload_key << "': trials must be >= 0, batch_size and build_jobs >= 1";
     if (!model && !o.base_model_path.empty()) {
       own_.load(o.base_model_path);
       own_.warm_start();
@@ -101,7 +118,7 @@ class Tuner {
     int measured_now = 0;
     if (o_.measure_default_first && res_.trials < o_.trials && !explorer_.is_measured(default_point())) {
       std::vector<Point> first = {default_point()};
-      std::vector<TuningRecord> records = {measure(task_, space_, first[0], o_)};
+      std::vector<TuningRecord> records = measure(task_, space_, first, o_);
       if (!o_.log_path.empty()) append_record(o_.log_path, records[0]);
       learn(first, records);
       ++measured_now;
@@ -116,11 +133,9 @@ class Tuner {
       if (model_.trained()) score = [this](const std::vector<Point>& pts) { return this->score(pts); };
       std::vector<Point> batch = explorer_.next_batch(n, score);
       if (batch.empty()) break;
-      std::vector<TuningRecord> records;
-      for (const Point& p : batch) {
-        records.push_back(measure(task_, space_, p, o_));
-        if (!o_.log_path.empty()) append_record(o_.log_path, records.back());
-      }
+      std::vector<TuningRecord> records = measure(task_, space_, batch, o_);
+      for (const TuningRecord& r : records)
+        if (!o_.log_path.empty()) append_record(o_.log_path, r);
       learn(batch, records);
       measured_now += static_cast<int>(batch.size());
       if (o_.on_progress) {
@@ -246,6 +261,8 @@ class Tuner {
 };
 
 }  // namespace
+
+int default_build_jobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 TuneResult tune(const Task& task, const TunerOptions& options, CostModel* model) {
   Tuner t(task, options, model);

@@ -197,6 +197,7 @@ TEST_CASE("tuner: crashing, hanging, wrong and unbuildable candidates are errors
   o.trials = 40;
   o.seed = 2;
   o.timeout_s = 0.2;
+  o.build_jobs = 2;          // a crashing or hanging build must not take the builds beside it down
   o.explorer.epsilon = 1.0;  // all random: every kind of fault is met (fixed seed)
   o.log_path = temp_log("faults");
   TuneResult r = tune(task, o);
@@ -230,6 +231,7 @@ TEST_CASE("tuner: a candidate whose build hangs is cut off at the timeout", "[au
   o.trials = 24;
   o.seed = 5;
   o.timeout_s = 0.2;
+  o.build_jobs = 2;  // the hanging build is cut off while another builds beside it
   o.explorer.epsilon = 1.0;
   o.log_path = temp_log("build_hang");
   TuneResult r = tune(task, o);
@@ -259,6 +261,39 @@ TEST_CASE("tuner: a seeded tune is reproducible", "[autotune][tuner]") {
   CHECK(a.first == b.first);
   CHECK(a.second == b.second);
   CHECK(a.first != c.first);
+}
+
+TEST_CASE("tuner: build_jobs changes how fast, not what: 1 and 2 give the same seeded log", "[autotune][tuner]") {
+  // Faults that fail fast (no hang: a timeout is the one outcome that depends on the machine's load).
+  Faults f;
+  f.crash_ii1 = f.wrong_ji2 = f.build_fail_scalar = true;
+  Task task = matmul_task(64, 64, 64, f);
+  auto run = [&](int build_jobs) {
+    TunerOptions o;
+    o.trials = 24;
+    o.seed = 3;
+    o.build_jobs = build_jobs;
+    o.log_path = temp_log(build_jobs == 1 ? "jobs_1" : "jobs_2");
+    TuneResult r = tune(task, o);
+    std::vector<std::string> lines;
+    for (const TuningRecord& rec : read_log(o.log_path).records) {
+      std::string costs;
+      for (double c : rec.costs) costs += std::to_string(c) + " ";
+      lines.push_back(config_key(rec) + "| " + rec.error + " | " + costs);
+    }
+    std::remove(o.log_path.c_str());
+    CHECK(r.trials == 24);
+    CHECK(r.errors > 0);
+    return std::make_pair(lines, r.best_gflops_curve);
+  };
+  auto one = run(1), two = run(2);
+  REQUIRE(one.first.size() == 24);
+  CHECK(one.first == two.first);  // the same configs, in the same order, with the same outcomes
+  CHECK(one.second == two.second);
+
+  TunerOptions bad;
+  bad.build_jobs = 0;
+  CHECK_THROWS_WITH(tune(task, bad), Catch::Contains("build_jobs >= 1"));
 }
 
 TEST_CASE("tuner: resumes from a log, skipping measured configs and reporting bad lines", "[autotune][tuner]") {

@@ -1,5 +1,5 @@
 // kiln tune MODEL.onnx --log LOG.json [--trials N] [--target T] [--seed S] [--plot OUT.svg]
-//           [--input-shape NAME=D0,D1,...]
+//           [--build-jobs J] [--input-shape NAME=D0,D1,...]
 //
 // Extracts the model's distinct tunable kernels (autotune/graph_tasks.h), tunes each for N trials
 // (resumed trials in LOG count), appending every measurement to LOG, prints one line per task
@@ -29,6 +29,7 @@ struct TuneArgs {
   int trials = 32;
   uint64_t seed = 0;
   double timeout_s = 10;
+  int build_jobs = autotune::default_build_jobs();
   bool all_groups = false;
   bool cold_weights = false;
 };
@@ -38,6 +39,7 @@ int run_tune(const TuneArgs& a) {
   using Clock = std::chrono::steady_clock;
   KILN_USER_CHECK(a.trials >= 1) << "--trials must be at least 1, got " << a.trials;
   KILN_USER_CHECK(a.timeout_s > 0) << "--timeout must be positive";
+  KILN_USER_CHECK(a.build_jobs >= 1) << "--build-jobs must be at least 1, got " << a.build_jobs;
   // A log that exists must be one (resumed); a missing one is created by the first record.
   TuningLog existing = read_log_checked(a.log, /*must_exist=*/false);
   const std::filesystem::path log_dir = std::filesystem::absolute(a.log).parent_path();
@@ -80,6 +82,7 @@ int run_tune(const TuneArgs& a) {
     o.target = topts.target.str();
     o.seed = a.seed + i;  // each task its own stream, all fixed by --seed
     o.timeout_s = a.timeout_s;
+    o.build_jobs = a.build_jobs;
     o.measure_default_first = true;  // never record a schedule slower than the default as best
     TuneResult r = tune(tasks[i].task, o, &models[workload_template(tasks[i].task.workload_key)]);
     for (const std::string& note : r.notes) std::cerr << "note: " << note << "\n";
@@ -115,7 +118,12 @@ void add_tune(CLI::App& app, int* status) {
   c->add_option("--target", args->target, "code generation target (llvm: this CPU)");
   c->add_option("--seed", args->seed, "seed of the search: the same seed proposes the same configs");
   c->add_option("--plot", args->plot, "write best-so-far GFLOPS against trials as an SVG");
-  c->add_option("--timeout", args->timeout_s, "seconds per candidate run before it counts as hung (default 10)");
+  c->add_option("--timeout", args->timeout_s,
+                "seconds per candidate, its build and run together, before it counts as hung (default 10)");
+  c->add_option("--build-jobs", args->build_jobs,
+                fmt::format("candidates built (code generation) at once (default: the number of cores, {}); their "
+                            "timed runs are one at a time either way",
+                            args->build_jobs));
   c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
   c->add_flag("--cold-weights", args->cold_weights,
               "time candidates with the weights moved out of every core's L1/L2 before each call");

@@ -1,7 +1,9 @@
 // Measuring candidates without risking the tuner: each runs in a forked child process with a
 // timeout, so a kernel that crashes (a bad schedule reading out of bounds) or hangs is recorded
-// as an error and the tuner goes on. And the timer the child uses: repeated timed runs, each at
-// least a minimum duration, with the CPU caches flushed between runs when asked.
+// as an error and the tuner goes on. A batch of candidates is built in parallel and then run one
+// at a time, so that timings are never taken next to another build or run. And the timer the
+// child uses: repeated timed runs, each at least a minimum duration, with the CPU caches flushed
+// between runs when asked.
 #pragma once
 
 #include <cstddef>
@@ -17,16 +19,35 @@ struct IsolatedResult {
   // candidate (e.g. a wrong result), "crashed: signal 11 (Segmentation fault)", "timed out
   // after 2.0 s", "exited with status 3", ...
   std::string error;
-  double wall_seconds = 0;  // fork to result
+  // Seconds the child worked: from its fork to its result, less the time it waited, built, for
+  // its turn to run.
+  double wall_seconds = 0;
   bool ok() const { return error.empty(); }
 };
 
-// Runs fn in a forked child and returns its values (sent back through a pipe) or the error.
-// The child is a copy of the calling thread only: fn must not rely on other threads of the
-// parent (a thread pool must be started inside the child). Core dumps are disabled in the
-// child and its fatal-signal handlers reset, so a crash is the child's alone. Never throws
-// for anything the child does.
-IsolatedResult run_isolated(const std::function<std::vector<double>()>& fn, double timeout_s);
+// What a child runs; its values are sent back to the parent.
+using IsolatedFn = std::function<std::vector<double>()>;
+// A candidate in two steps: building it (code generation: slow, and it may hang or crash too)
+// returns the step that runs (measures) it.
+using IsolatedBuild = std::function<IsolatedFn()>;
+
+// Builds and runs each job in its own forked child and returns their values or errors, in the
+// order of `jobs`. Up to build_jobs children build at once; a built child then waits, idle,
+// until every build of the batch is over, and the built ones run one at a time in order: no two
+// runs overlap, and no run overlaps a build. Each child has timeout_s for its build and its run
+// together (not counting its wait), as if it had run alone. A build that throws, crashes or
+// hangs is that job's error, as for the run. Every child is reaped before this returns, or
+// throws (only for build_jobs < 1 or the parent running out of memory).
+//
+// A child is a copy of the calling thread only: the jobs must not rely on other threads of the
+// parent (a thread pool must be started inside the child). Core dumps are disabled in the child
+// and its fatal-signal handlers reset, so a crash is the child's alone; the child is killed if
+// the parent dies. Never throws for anything a child does.
+std::vector<IsolatedResult> run_isolated_batch(const std::vector<IsolatedBuild>& jobs, int build_jobs,
+                                               double timeout_s);
+
+// Runs fn alone in a forked child (a batch of one with nothing to build): its values or its error.
+IsolatedResult run_isolated(const IsolatedFn& fn, double timeout_s);
 
 struct TimerOptions {
   int warmup = 1;               // untimed calls before the samples

@@ -1,8 +1,9 @@
-// The tuning loop for one task: the explorer proposes a batch, each candidate is built and
-// measured in isolation, every measurement is appended to the log, the cost model is retrained
-// on all of them, and again, until the trial budget is spent, the space is exhausted, or early
-// stopping fires. An existing log resumes the run: its configs of this task count as trials and
-// are never measured again, and they train the model from the start.
+// The tuning loop for one task: the explorer proposes a batch, its candidates are built in
+// parallel and then measured one at a time, each in an isolated child process, every
+// measurement is appended to the log, the cost model is retrained on all of them, and again,
+// until the trial budget is spent, the space is exhausted, or early stopping fires. An existing
+// log resumes the run: its configs of this task count as trials and are never measured again,
+// and they train the model from the start.
 #pragma once
 
 #include <functional>
@@ -27,10 +28,16 @@ struct TuneProgress {
   double eta_s = 0;           // estimated time left for this task
 };
 
+// The number of cores (at least 1): TunerOptions::build_jobs by default.
+int default_build_jobs();
+
 struct TunerOptions {
   int trials = 64;            // per task, resumed trials included
   int batch_size = 8;
-  double timeout_s = 10.0;    // per candidate, for its isolated run
+  double timeout_s = 10.0;    // per candidate, for its isolated build and run together
+  // Candidates of a batch built at once (code generation, in their children). Their timed runs
+  // are always one at a time after the batch's builds, so this changes tuning time, not timings.
+  int build_jobs = default_build_jobs();
   std::string log_path;       // appended to, and read first to resume; empty: no log
   std::string target = "llvm";
   uint64_t seed = 0;          // overrides explorer.seed
