@@ -85,7 +85,9 @@ std::vector<std::string> logged_configs(const std::string& path) {
 }  // namespace
 
 TEST_CASE("extract_tasks: one task per workload key, with occurrence counts", "[autotune]") {
-  std::vector<GraphTask> tasks = extract_tasks(three_convs(), CompileOptions{}, quick());
+  CompileOptions direct;  // the direct conv template (by default these 3x3 convs are Winograd's)
+  direct.winograd = false;
+  std::vector<GraphTask> tasks = extract_tasks(three_convs(), direct, quick());
   std::map<std::string, int> conv_counts;
   int kernels = 0;
   for (const GraphTask& t : tasks) {
@@ -109,12 +111,23 @@ TEST_CASE("extract_tasks: one task per workload key, with occurrence counts", "[
   CHECK(kernels == 4);  // three convs and the pool
 
   // Deterministic keys; all_groups adds the injective kernel.
-  std::vector<GraphTask> again = extract_tasks(three_convs(), CompileOptions{}, quick());
+  std::vector<GraphTask> again = extract_tasks(three_convs(), direct, quick());
   REQUIRE(again.size() == tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) CHECK(again[i].task.workload_key == tasks[i].task.workload_key);
   GraphTaskOptions all = quick();
   all.all_groups = true;
-  CHECK(extract_tasks(three_convs(), CompileOptions{}, all).size() == tasks.size() + 1);
+  CHECK(extract_tasks(three_convs(), direct, all).size() == tasks.size() + 1);
+
+  // By default the same convs are Winograd tasks: the kernels compile() builds are what is tuned.
+  std::vector<GraphTask> wino = extract_tasks(three_convs(), CompileOptions{}, quick());
+  REQUIRE(wino.size() == tasks.size());
+  int wino_kernels = 0;
+  for (const GraphTask& t : wino)
+    if (t.task.name == "conv_winograd") {
+      wino_kernels += t.occurrences;
+      CHECK(workload_template(t.task.workload_key) == "conv_winograd");
+    }
+  CHECK(wino_kernels == 3);
 }
 
 TEST_CASE("extract_tasks: examples/tiny_cnn has its two convs, pools, dense and softmax once each", "[autotune]") {

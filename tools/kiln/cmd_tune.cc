@@ -32,6 +32,7 @@ struct TuneArgs {
   int build_jobs = autotune::default_build_jobs();
   bool all_groups = false;
   bool cold_weights = false;
+  bool no_winograd = false;
 };
 
 int run_tune(const TuneArgs& a) {
@@ -52,7 +53,9 @@ int run_tune(const TuneArgs& a) {
   relay::OnnxImportOptions iopts;
   iopts.input_shapes = read_shape_specs(a.input_shapes);
   relay::Module m = relay::from_onnx(a.model, iopts);
-  std::vector<GraphTask> tasks = extract_tasks(m, CompileOptions{}, topts);
+  CompileOptions copts;  // the kernels `kiln compile` builds with the same flags
+  copts.winograd = !a.no_winograd;
+  std::vector<GraphTask> tasks = extract_tasks(m, copts, topts);
   int kernels = 0;
   for (const GraphTask& t : tasks) kernels += t.occurrences;
   std::cout << fmt::format("{}: {} tuning task{} ({} kernel{}), {} trials each, log {} ({} records)\n", a.model,
@@ -125,6 +128,7 @@ void add_tune(CLI::App& app, int* status) {
                             "timed runs are one at a time either way",
                             args->build_jobs));
   c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
+  c->add_flag("--no-winograd", args->no_winograd, "tune the direct convs `kiln compile --no-winograd` builds");
   c->add_flag("--cold-weights", args->cold_weights,
               "time candidates with the weights moved out of every core's L1/L2 before each call");
   add_input_shape_option(c, &args->input_shapes);

@@ -29,7 +29,8 @@ inline constexpr const char* kWinogradOutSuffix = ".wino_out";
 // Whether the Winograd form is used for a float32 conv2d with constant weight [OC, C, KH, KW]
 // and these attributes over an output of OH x OW: 3x3, stride 1, dilation 1, one group, and a
 // transformed weight of at most 4 MiB (16*C*OC floats; larger ones stream from the last-level
-// cache on every call and lose to the direct conv: resnet18's 512-channel layer measured so).
+// cache on every call and lose to the direct conv: resnet18's 512-channel layer, 16 MiB,
+// measured 1.47 ms against 0.95).
 bool winograd_applies(int64_t oc, int64_t c, int64_t kh, int64_t kw, const ConvNdAttrs& a, int64_t oh, int64_t ow);
 
 // The filter transform of a constant weight [OC, C, 3, 3] -> U [16, OC/co, C, co], co =
