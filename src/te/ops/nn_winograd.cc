@@ -34,9 +34,9 @@ Expr signed_sum(int n, const int* signs, F term) {
   return acc;
 }
 
-// The k-th of `cases` picked by an index known only at run time (a loop the schedule unrolls,
+// The k-th of `cases` picked by an index known only at run time (loops the schedule unrolls,
 // after which every select has a constant condition and folds away).
-Expr pick(const Var& index, const std::vector<Expr>& cases) {
+Expr pick(const Expr& index, const std::vector<Expr>& cases) {
   Expr e = cases.back();
   for (int k = static_cast<int>(cases.size()) - 2; k >= 0; --k) e = ir::select(ir::eq(index, c32(k)), cases[k], e);
   return e;
@@ -93,8 +93,8 @@ Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, cons
   KILN_USER_CHECK(oh >= 1 && ow >= 1) << name << ": a 3x3 kernel exceeds the padded input";
   int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
   // Padded to whole tiles: the rows and columns past the real padding only feed outputs past
-  // OH x OW, which the result never reads.
-  // Rows longer than 16 are widened to whole vectors (zeros never read) so the pad vectorizes.
+  // OH x OW, which the result never reads. Rows longer than 16 are widened to whole vectors
+  // (zeros never read) so that the pad vectorizes.
   int64_t row = 2 * tw + 2, padded_row = row > 16 ? (row + 15) / 16 * 16 : row;
   Tensor xp = pad_masked(x, {0, 0, a.padding[0], a.padding[1]},
                          {0, 0, 2 * th + 2 - h - a.padding[0], padded_row - w - a.padding[1]},
@@ -124,8 +124,7 @@ Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, cons
         return signed_sum(4, kAt[s], [&](int q) { return m(i[0], c32(p * 4 + q), i[1], i[2], tx, i[5]); });
       });
     };
-    Expr row0 = ir::select(ir::eq(wx, c32(0)), at(0, 0), at(0, 1)), row1 = ir::select(ir::eq(wx, c32(0)), at(1, 0), at(1, 1));
-    return ir::select(ir::eq(i[3], c32(0)), row0, row1);
+    return pick(i[3] * c32(2) + wx, {at(0, 0), at(0, 1), at(1, 0), at(1, 1)});
   }, name + kWinogradOutSuffix);
 
   return compute({n, oc, oh, ow}, [&](Var b, Var o, Var y, Var xx) {

@@ -10,12 +10,12 @@
 #include "kiln/support/error.h"
 #include "kiln/te/ops/lowering.h"
 #include "kiln/te/ops/nn_conv.h"
-#include "kiln/te/ops/nn_winograd.h"
 #include "kiln/te/ops/nn_dense.h"
 #include "kiln/te/ops/nn_image.h"
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/ops/nn_pool.h"
 #include "kiln/te/ops/nn_scan.h"
+#include "kiln/te/ops/nn_winograd.h"
 
 namespace kiln::te::ops {
 
@@ -232,20 +232,14 @@ std::optional<WeightPrepack> weight_prepack(const relay::CallNode& call, bool wi
   if (groups > 1 && w->shape[1] == 1) return std::nullopt;  // depthwise: read as is
   std::string base = op.substr(3);
   int64_t oc = out->shape[1];
-  if (winograd && op == "nn.conv2d" && w->dtype == relay::DataType::f32() && out->shape.size() == 4 &&
-      winograd_applies(oc, w->shape[1], w->shape[2], w->shape[3], conv_attrs(call.attrs, false), out->shape[2],
-                       out->shape[3])) {
-    p.pack = [](const relay::HostTensor& t) { return pack_winograd_weight(t); };
-    p.lower = [op, base, oc](const Inputs& in, const Attrs& attrs, const relay::Type& type) {
-      Tensor t = conv2d_winograd_packed(in[0], in[1], oc, conv_attrs(attrs, false), base);
-      check_result(op, t, type);
-      return std::vector<Tensor>{t};
-    };
-    return p;
-  }
-  p.pack = [groups](const relay::HostTensor& t) { return pack_conv_weight(t, groups); };
-  p.lower = [op, base, oc](const Inputs& in, const Attrs& attrs, const relay::Type& type) {
-    Tensor t = conv_nd_packed(in[0], in[1], oc, conv_attrs(attrs, false), base);
+  bool wino = winograd && op == "nn.conv2d" && w->dtype == relay::DataType::f32() && out->shape.size() == 4 &&
+              winograd_applies(oc, w->shape[1], w->shape[2], w->shape[3], conv_attrs(call.attrs, false),
+                               out->shape[2], out->shape[3]);
+  if (wino) p.pack = [](const relay::HostTensor& t) { return pack_winograd_weight(t); };
+  else p.pack = [groups](const relay::HostTensor& t) { return pack_conv_weight(t, groups); };
+  p.lower = [op, base, oc, wino](const Inputs& in, const Attrs& attrs, const relay::Type& type) {
+    ConvNdAttrs a = conv_attrs(attrs, false);
+    Tensor t = wino ? conv2d_winograd_packed(in[0], in[1], oc, a, base) : conv_nd_packed(in[0], in[1], oc, a, base);
     check_result(op, t, type);
     return std::vector<Tensor>{t};
   };
