@@ -17,7 +17,8 @@
 // seed, one run of N trials (default 128) with the explorer guided by the XGBoost model (trained
 // from M measurements on, default the tuner's; one model per seed and template carried over from
 // the earlier tasks of that template, in the order listed, as `kiln tune` does) and one
-// with random search (the same tuner with the model never trained), no log, seeds outer and the
+// with random search (the same tuner with the model never trained and no neighbourhood share:
+// uniform random points), no log, seeds outer and the
 // two searches taking turns at going first (so that load drift hits both alike); best-so-far GFLOPS
 // is read at 32, 64 and N trials of each run; each task's default config is measured once, for
 // scale. Prints a table of means over seeds and closes with
@@ -118,7 +119,8 @@ int dataset(const Task& task, const std::string& dir, int samples, double timeou
       o.timeout_s = timeout;
       o.build_jobs = build_jobs;
       o.log_path = stem + rep;
-      o.min_train_samples = std::numeric_limits<int>::max();
+      o.min_train_samples = std::numeric_limits<int>::max();  // random configs:
+      o.explorer.local_share = 0;                              // none from the default's neighbourhood
       tune(task, o);
       log = read_log(stem + rep);
     }
@@ -390,8 +392,10 @@ int main(int argc, char** argv) {
         o.seed = static_cast<uint64_t>(s) + 1;
         o.timeout_s = timeout;
         o.build_jobs = build_jobs;
-        // Random search: the same explorer, with a model that never gets enough samples to train.
+        // Random search: the same explorer, with a model that never gets enough samples to train
+        // and no neighbourhood share (not even around the template's default before the start).
         o.min_train_samples = guided ? min_train : std::numeric_limits<int>::max();
+        if (!guided) o.explorer.local_share = 0;
         TuneResult r = guided && transfer ? tune(task, o, &carried[static_cast<size_t>(s)][workload_template(task.workload_key)]) : tune(task, o);
         errors[guided] += r.errors;
         for (int m = 0; m < 3; ++m) mean[guided][m] += at(r.best_gflops_curve, marks[m]) / seeds;

@@ -17,6 +17,10 @@ Explorer::Explorer(ConfigSpace space, ExplorerOptions options)
   for (const Knob& k : space_.knobs()) {
     KILN_USER_CHECK(!k.candidates.empty()) << "knob '" << k.name << "' has no candidates";
   }
+  const auto& knobs = space_.knobs();
+  bool start_ok = opt_.start.empty() || opt_.start.size() == knobs.size();
+  for (size_t i = 0; start_ok && i < opt_.start.size(); ++i) start_ok = opt_.start[i] < knobs[i].candidates.size();
+  KILN_USER_CHECK(start_ok) << "explorer start point is not a point of the space (" << knobs.size() << " knobs)";
 }
 
 bool Explorer::random_unmeasured(const std::set<Point>& taken, Point* out) {
@@ -100,7 +104,7 @@ std::vector<Point> Explorer::rank(const ScoreFn& score, std::vector<Point> pts) 
   return best_first(std::move(scored));
 }
 
-std::vector<Point> Explorer::incumbent_neighbours(const ScoreFn& score, size_t radius) {
+std::vector<Point> Explorer::neighbours(const Point& from, const ScoreFn& score, size_t radius) {
   const std::vector<Knob>& knobs = space_.knobs();
   std::vector<Point> pts;
   auto add = [&](const Point& p) {
@@ -108,13 +112,13 @@ std::vector<Point> Explorer::incumbent_neighbours(const ScoreFn& score, size_t r
   };
   for (size_t a = 0; a < knobs.size(); ++a) {
     for (size_t va = 0; va < knobs[a].candidates.size(); ++va) {
-      if (va == best_point_[a]) continue;
-      Point p = best_point_;
+      if (va == from[a]) continue;
+      Point p = from;
       p[a] = va;
       if (radius == 1) add(p);
       for (size_t b = a + 1; radius == 2 && b < knobs.size(); ++b) {
         for (size_t vb = 0; vb < knobs[b].candidates.size(); ++vb) {
-          if (vb == best_point_[b]) continue;
+          if (vb == from[b]) continue;
           Point q = p;
           q[b] = vb;
           add(q);
@@ -122,7 +126,12 @@ std::vector<Point> Explorer::incumbent_neighbours(const ScoreFn& score, size_t r
       }
     }
   }
-  return pts.empty() ? pts : rank(score, std::move(pts));
+  if (pts.empty()) return pts;
+  if (!score) {
+    std::shuffle(pts.begin(), pts.end(), rng_);
+    return pts;
+  }
+  return rank(score, std::move(pts));
 }
 
 std::vector<Point> Explorer::best_first(std::map<Point, double> scored) {
@@ -144,29 +153,33 @@ std::vector<Point> Explorer::next_batch(size_t n, const ScoreFn& score) {
   std::vector<Point> batch;
   std::set<Point> taken;
   if (n == 0 || exhausted()) return batch;
-  const size_t n_random = score ? static_cast<size_t>(std::floor(opt_.epsilon * n + 0.5)) : n;
+  // The incumbent: the best measured point, else the start point (or none).
+  const Point& incumbent = best_point_.empty() ? opt_.start : best_point_;
+  const size_t n_local =
+      incumbent.empty() ? 0 : std::min(n, static_cast<size_t>(std::floor(opt_.local_share * n + 0.5)));
+  // Without a score only the incumbent's share is chosen; the rest is random.
+  const size_t n_random = score ? static_cast<size_t>(std::floor(opt_.epsilon * n + 0.5)) : n - n_local;
   const size_t n_guided = n - std::min(n, n_random);
-  if (n_guided > 0) {
-    std::vector<Point> ranked = space_.size() <= opt_.exhaustive_limit ? score_everything(score) : anneal(score);
-    // Takes points of `pts` in order until the batch holds `limit`: first only those at least
-    // `diversity` knobs from every point already chosen, then any distinct one.
-    auto take_diverse = [&](const std::vector<Point>& pts, size_t limit) {
-      for (size_t min_dist : {opt_.diversity, size_t{1}}) {
-        for (const Point& p : pts) {
-          if (batch.size() >= limit) return;
-          if (taken.count(p)) continue;
-          if (!std::all_of(batch.begin(), batch.end(), [&](const Point& q) { return point_distance(p, q) >= min_dist; })) continue;
-          batch.push_back(p);
-          taken.insert(p);
-        }
+  // Takes points of `pts` in order until the batch holds `limit`: first only those at least
+  // `diversity` knobs from every point already chosen, then any distinct one.
+  auto take_diverse = [&](const std::vector<Point>& pts, size_t limit) {
+    for (size_t min_dist : {opt_.diversity, size_t{1}}) {
+      for (const Point& p : pts) {
+        if (batch.size() >= limit) return;
+        if (taken.count(p)) continue;
+        if (!std::all_of(batch.begin(), batch.end(), [&](const Point& q) { return point_distance(p, q) >= min_dist; })) continue;
+        batch.push_back(p);
+        taken.insert(p);
       }
-    };
-    // The incumbent's share first: its best-scored unmeasured neighbours; then the best-scored
-    // points of the space.
-    const size_t n_local = best_point_.empty() ? 0 : std::min(n_guided, static_cast<size_t>(std::floor(opt_.local_share * n + 0.5)));
-    for (size_t radius = 1; radius <= 2 && batch.size() < n_local; ++radius) take_diverse(incumbent_neighbours(score, radius), n_local);
-    take_diverse(ranked, n_guided);
-  }
+    }
+  };
+  // The incumbent's share first: its best-scored unmeasured neighbours; then the best-scored
+  // points of the space.
+  const size_t local_limit = std::min(n_guided, n_local);
+  for (size_t radius = 1; radius <= 2 && batch.size() < local_limit; ++radius)
+    take_diverse(neighbours(incumbent, score, radius), local_limit);
+  if (score && n_guided > batch.size())
+    take_diverse(space_.size() <= opt_.exhaustive_limit ? score_everything(score) : anneal(score), n_guided);
   // The random share, and whatever the guided part could not fill.
   Point p;
   while (batch.size() < n && random_unmeasured(taken, &p)) {

@@ -102,7 +102,7 @@ double throughput(const Task& task, const TuningRecord& r) {
 class Tuner {
  public:
   Tuner(const Task& task, const TunerOptions& o, CostModel* model)
-      : task_(task), o_(o), space_(task.space()), explorer_(space_, explorer_options(o)), own_(o.model),
+      : task_(task), o_(o), space_(task.space()), explorer_(space_, explorer_options(o, space_)), own_(o.model),
         model_(model ? *model : own_) {
     KILN_USER_CHECK(o.trials >= 0 && o.batch_size >= 1 && o.build_jobs >= 1)
         << "tuning '" << task.workload_key << "': trials must be >= 0, batch_size and build_jobs >= 1";
@@ -154,9 +154,12 @@ class Tuner {
   }
 
  private:
-  static ExplorerOptions explorer_options(const TunerOptions& o) {
+  // The search starts around the template's default config (ExplorerOptions::start).
+  static ExplorerOptions explorer_options(const TunerOptions& o, const ConfigSpace& space) {
     ExplorerOptions e = o.explorer;
     e.seed = o.seed;
+    if (e.start.empty())
+      for (const Knob& k : space.knobs()) e.start.push_back(k.default_index);
     return e;
   }
 

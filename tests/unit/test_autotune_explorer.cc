@@ -64,6 +64,7 @@ enum class Mode { Random, Noisy, Model };
 int trials_to_optimum(uint64_t seed, Mode mode, int cap) {
   ExplorerOptions o;
   o.seed = seed;
+  if (mode == Mode::Random) o.local_share = 0;  // uniform random points, as bench_tuner's random search
   Explorer ex(synthetic_space(), o);
   const ConfigSpace& s = ex.space();
   double best = 0;
@@ -212,6 +213,35 @@ TEST_CASE("explorer: a share of each guided batch comes from the best measured p
   ExplorerOptions bad;
   bad.local_share = 1.5;
   CHECK_THROWS_WITH(Explorer(synthetic_space(), bad), Catch::Contains("local_share must be in [0, 1]"));
+}
+
+TEST_CASE("explorer: before any measurement the neighbourhood share is around the start point, model or not",
+          "[autotune][explorer]") {
+  const Point start = {3, 3, 3, 2, 2};
+  ExplorerOptions o;
+  o.seed = 5;
+  o.start = start;
+  Explorer ex(synthetic_space(), o);
+  std::vector<Point> first = ex.next_batch(8, nullptr);  // no model yet
+  REQUIRE(first.size() == 8);
+  CHECK(point_distance(first[0], start) == 1);  // 2 of 8 (local_share 0.25), first
+  CHECK(point_distance(first[1], start) == 1);
+  CHECK(std::find(first.begin(), first.end(), start) == first.end());  // neighbours, not the start itself
+  // Once something is measured, the share follows the best measured point instead.
+  const Point best = {6, 6, 8, 4, 4};
+  ex.update({best}, {5.0});
+  std::vector<Point> next = ex.next_batch(8, nullptr);
+  CHECK(point_distance(next[0], best) == 1);
+  CHECK(point_distance(next[1], best) == 1);
+  // local_share 0 (random search): no neighbourhood at all, the batch is the seed's random draw.
+  ExplorerOptions none = o;
+  none.local_share = 0;
+  ExplorerOptions no_start = none;
+  no_start.start.clear();
+  CHECK(Explorer(synthetic_space(), none).next_batch(8, nullptr) == Explorer(synthetic_space(), no_start).next_batch(8, nullptr));
+  ExplorerOptions wrong = o;
+  wrong.start = {1, 2};
+  CHECK_THROWS_WITH(Explorer(synthetic_space(), wrong), Catch::Contains("start point is not a point of the space"));
 }
 
 TEST_CASE("explorer: small spaces run out cleanly; early stopping", "[autotune][explorer]") {

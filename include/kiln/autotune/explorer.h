@@ -3,8 +3,9 @@
 // features), in several chains that persist between batches (or, for a small space, every
 // point scored); the best-scored points never measured before make the batch, kept diverse (no
 // near-duplicates). A share of each batch is the best-scored neighbours of the best point
-// measured so far (local_share), and a fraction epsilon uniformly random unmeasured points, so
-// that the model's blind spots are still visited. Deterministic for a seed and the same results.
+// measured so far (local_share; before any measurement, of a given start point, model or not),
+// and a fraction epsilon uniformly random unmeasured points, so that the model's blind spots are
+// still visited. Deterministic for a seed and the same results.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,12 @@ struct ExplorerOptions {
   // of percent, while a measured incumbent's neighbours are likely good (the landscapes of tile
   // sizes and orders are smooth). Random search (no score) ignores it.
   double local_share = 0.25;
+  // Where the neighbourhood share starts before any point is measured (empty: nowhere, the
+  // first batch is random): the tuner gives the template's default config, a hand-written
+  // choice usually near the good region (resnet18's convs: the default 330-370 GFLOPS, random
+  // search's best of 64 trials 305-340). Its neighbours, not the point itself, are proposed;
+  // without a model they come in random order. Random search sets local_share 0.
+  Point start;
   int early_stopping = 0;     // stop after this many trials without a better result (0: never)
   // Spaces of at most this many points are not annealed: every unmeasured point is scored in
   // one call and the best-scored ones make the batch. Short annealing visits a few hundred
@@ -69,9 +76,9 @@ class Explorer {
  private:
   std::vector<Point> anneal(const ScoreFn& score);
   std::vector<Point> score_everything(const ScoreFn& score);
-  // The unmeasured points exactly `radius` (1 or 2) knobs away from the best measured one,
-  // best-scored first.
-  std::vector<Point> incumbent_neighbours(const ScoreFn& score, size_t radius);
+  // The unmeasured points exactly `radius` (1 or 2) knobs away from `from`, best-scored first
+  // (in random order without a score).
+  std::vector<Point> neighbours(const Point& from, const ScoreFn& score, size_t radius);
   // Points best score first; equal scores in an order drawn from the seed.
   std::vector<Point> best_first(std::map<Point, double> scored);
   // Scores `pts` in one call; best first (a non-finite score counts as the lowest).
