@@ -153,8 +153,10 @@ std::vector<Point> Explorer::next_batch(size_t n, const ScoreFn& score) {
   std::vector<Point> batch;
   std::set<Point> taken;
   if (n == 0 || exhausted()) return batch;
-  // The incumbent: the best measured point, else the start point (or none).
-  const Point& incumbent = best_point_.empty() ? opt_.start : best_point_;
+  // The incumbent: with a model, the best measured point (else the start point); without one,
+  // the start point (or none), so that what is proposed before the model depends on the seed
+  // alone, never on measured times.
+  const Point& incumbent = score && !best_point_.empty() ? best_point_ : opt_.start;
   const size_t n_local =
       incumbent.empty() ? 0 : std::min(n, static_cast<size_t>(std::floor(opt_.local_share * n + 0.5)));
   // Without a score only the incumbent's share is chosen; the rest is random.

@@ -215,7 +215,7 @@ TEST_CASE("explorer: a share of each guided batch comes from the best measured p
   CHECK_THROWS_WITH(Explorer(synthetic_space(), bad), Catch::Contains("local_share must be in [0, 1]"));
 }
 
-TEST_CASE("explorer: before any measurement the neighbourhood share is around the start point, model or not",
+TEST_CASE("explorer: without a model the neighbourhood share is around the start point, with one the best measured",
           "[autotune][explorer]") {
   const Point start = {3, 3, 3, 2, 2};
   ExplorerOptions o;
@@ -227,10 +227,14 @@ TEST_CASE("explorer: before any measurement the neighbourhood share is around th
   CHECK(point_distance(first[0], start) == 1);  // 2 of 8 (local_share 0.25), first
   CHECK(point_distance(first[1], start) == 1);
   CHECK(std::find(first.begin(), first.end(), start) == first.end());  // neighbours, not the start itself
-  // Once something is measured, the share follows the best measured point instead.
+  // Measured results do not move it while there is no model (proposals depend on the seed only);
+  // with a model, the share follows the best measured point.
   const Point best = {6, 6, 8, 4, 4};
   ex.update({best}, {5.0});
-  std::vector<Point> next = ex.next_batch(8, nullptr);
+  std::vector<Point> still = ex.next_batch(8, nullptr);
+  CHECK(point_distance(still[0], start) == 1);
+  CHECK(point_distance(still[1], start) == 1);
+  std::vector<Point> next = ex.next_batch(8, [](const std::vector<Point>& pts) { return std::vector<double>(pts.size(), 0.0); });
   CHECK(point_distance(next[0], best) == 1);
   CHECK(point_distance(next[1], best) == 1);
   // local_share 0 (random search): no neighbourhood at all, the batch is the seed's random draw.

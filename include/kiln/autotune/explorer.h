@@ -3,7 +3,7 @@
 // features), in several chains that persist between batches (or, for a small space, every
 // point scored); the best-scored points never measured before make the batch, kept diverse (no
 // near-duplicates). A share of each batch is the best-scored neighbours of the best point
-// measured so far (local_share; before any measurement, of a given start point, model or not),
+// measured so far (local_share; without a model yet, of a given start point),
 // and a fraction epsilon uniformly random unmeasured points, so that the model's blind spots are
 // still visited. Deterministic for a seed and the same results.
 #pragma once
@@ -33,11 +33,13 @@ struct ExplorerOptions {
   // of percent, while a measured incumbent's neighbours are likely good (the landscapes of tile
   // sizes and orders are smooth). Random search (no score) ignores it.
   double local_share = 0.25;
-  // Where the neighbourhood share starts before any point is measured (empty: nowhere, the
-  // first batch is random): the tuner gives the template's default config, a hand-written
-  // choice usually near the good region (resnet18's convs: the default 330-370 GFLOPS, random
-  // search's best of 64 trials 305-340). Its neighbours, not the point itself, are proposed;
-  // without a model they come in random order. Random search sets local_share 0.
+  // Where the neighbourhood share is taken before there is a model (in random order) or,
+  // with one, before any point is measured; empty: nowhere, batches without a model are random.
+  // The tuner gives the template's default config, a hand-written choice usually near the good
+  // region (resnet18's convs: the default 330-370 GFLOPS, random search's best of 64 trials
+  // 305-340). Its neighbours, not the point itself, are proposed. Without a model the share
+  // never follows measured results, so those batches depend on the seed alone. Random search
+  // sets local_share 0.
   Point start;
   int early_stopping = 0;     // stop after this many trials without a better result (0: never)
   // Spaces of at most this many points are not annealed: every unmeasured point is scored in
