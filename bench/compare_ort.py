@@ -31,14 +31,18 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=3, help="interleaved kiln/ORT rounds")
     p.add_argument("--repeat", type=int, default=10, help="timed samples per side per round")
+    p.add_argument("--kiln", help="the kiln executable to measure (default: ROOT/build/bin/kiln)")
+    p.add_argument("--target", help="kiln compile --target T (default: this CPU)")
     p.add_argument("--tuning-log", help="also compile with `kiln compile --tuning-log LOG` and time that "
                    "module in the same rounds (before/after columns)")
     return p.parse_args()
 
 
-def compile_model(kiln, model, so, tuning_log):
+def compile_model(kiln, model, so, tuning_log, target=None):
     """Wall time of `kiln compile`; its notes go to SO.log so the table stays readable."""
     cmd = [kiln, "compile", model, "-o", so]
+    if target:
+        cmd += ["--target", target]
     if tuning_log:
         cmd += ["--tuning-log", tuning_log]
     t0 = time.perf_counter()
@@ -99,7 +103,7 @@ def ort_median_ms(sess, feeds, repeat, warmup=3, min_s=0.1):
 
 def main():
     a = parse_args()
-    kiln = os.path.join(a.root, "build", "bin", "kiln")
+    kiln = a.kiln or os.path.join(a.root, "build", "bin", "kiln")
     models_dir = a.models_dir or os.path.join(a.root, "..", "shared", "models")
     out_dir = os.path.join(a.root, "build", "bench-out")
     os.makedirs(out_dir, exist_ok=True)
@@ -109,11 +113,11 @@ def main():
         case = os.path.join(models_dir, name)
         model = os.path.join(case, "model.onnx")
         so = os.path.join(out_dir, name + ".so")
-        compile_s = compile_model(kiln, model, so, None)
+        compile_s = compile_model(kiln, model, so, None, a.target)
         modules = {"kiln": so}
         if a.tuning_log:
             modules["tuned"] = os.path.join(out_dir, name + ".tuned.so")
-            compile_model(kiln, model, modules["tuned"], a.tuning_log)
+            compile_model(kiln, model, modules["tuned"], a.tuning_log, a.target)
         # ORT twice: its default (worker threads spin-wait) and with spinning off. On a loaded
         # machine spinning threads lose their core to other processes and ORT's default runs
         # far slower; on a quiet one spinning is faster. kiln is compared with the better one.
