@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   for (int64_t n : sizes) {
     kiln::schedule::Config cfg;
     auto prog = kiln::schedule::matmul_cpu(n, n, n, cfg);
-    auto mod = kiln::codegen::build(prog.sched, prog.args(), kiln::codegen::Target::host(), "gemm");
+    auto mod = kiln::codegen::build(prog.sched, prog.args(), kiln::Target::host(), "gemm");
     kiln_kernel_fn kernel = mod.get_function("gemm");
     size_t elems = size_t(n) * n;
     float *a = aligned_floats(elems), *b = aligned_floats(elems), *c = aligned_floats(elems), *r = aligned_floats(elems);

@@ -139,7 +139,7 @@ Timing time_kernel(const std::vector<te::Tensor>& inputs, const std::vector<te::
                    const schedule::Schedule& s) {
   std::vector<te::Tensor> args = inputs;
   args.insert(args.end(), outputs.begin(), outputs.end());
-  codegen::Module mod = codegen::build(s, args, codegen::Target::host(), "k");
+  codegen::Module mod = codegen::build(s, args, Target::host(), "k");
   kiln_kernel_fn fn = mod.get_function("k");
   std::vector<runtime::NDArray> arrays;
   for (size_t i = 0; i < args.size(); ++i) arrays.push_back(random_array(args[i].shape(), 7 + i));

@@ -116,6 +116,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   using namespace relay;
   Dumper dump(options);
   CompiledModel out;
+  out.notes.push_back("target: " + options.target.summary());
   FusedProgram program = fuse_model(module, options);
   FusedModule& fused = program.fused;
   MemoryPlan memory = plan_memory(fused);

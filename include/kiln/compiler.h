@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/target.h"
+#include "kiln/target/target.h"
 #include "kiln/ir/stmt.h"
 #include "kiln/relay/lower_graph.h"
 #include "kiln/relay/module.h"
@@ -24,7 +24,7 @@
 namespace kiln {
 
 struct CompileOptions {
-  codegen::Target target = codegen::Target::host();
+  Target target = Target::host();
   // Print the graph after the named pass (or "all") to dump_to (stderr when null).
   std::string dump_ir_stage;
   std::ostream* dump_to = nullptr;

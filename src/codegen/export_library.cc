@@ -146,7 +146,7 @@ void check_destination(const std::string& path) {
 // module_format.h, the writable thread-pool slot, and the hidden kiln_parallel_for trampoline
 // that calls through it (so the kernels' calls bind inside the library).
 std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_t>& weights,
-                        const codegen::Target& target) {
+                        const Target& target) {
   llvm::LLVMContext ctx;
   llvm::Module m("kiln_module_data", ctx);
   std::unique_ptr<llvm::TargetMachine> tm = codegen::llvm_backend::create_target_machine(target, 2);
@@ -206,9 +206,9 @@ std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_
 
 // The plan as it goes into the library: target resolved to a full spec (the loader checks its
 // features), this kiln's version, the weights' size and checksum.
-runtime::GraphPlan finished_plan(const CompiledModel& model, codegen::Target* target) {
+runtime::GraphPlan finished_plan(const CompiledModel& model, Target* target) {
   runtime::GraphPlan plan = model.plan;
-  *target = plan.target.empty() ? codegen::Target::host() : codegen::Target::parse(plan.target);
+  *target = plan.target.empty() ? Target::host() : Target::parse(plan.target);
   plan.target = target->str();
   plan.kiln_version = KILN_VERSION_STRING;
   int64_t size = static_cast<int64_t>(model.weights.size());
@@ -239,7 +239,7 @@ runtime::GraphPlan finished_plan(const CompiledModel& model, codegen::Target* ta
 
 void export_library(const CompiledModel& model, const std::string& path) {
   check_destination(path);
-  codegen::Target target;
+  Target target;
   runtime::GraphPlan plan = finished_plan(model, &target);
   std::string linker = find_linker();
 

@@ -290,7 +290,7 @@ TEST_CASE("compile --tuning-log applies the best record, or says why it used the
     r.version = KILN_VERSION_STRING;
     return r;
   };
-  const std::string host = kiln::codegen::Target::host().str();
+  const std::string host = kiln::Target::host().str();
   const std::string default_ir = kiln::ir::to_string(kiln::compile(m).kernels[0]);
 
   TempFile log("apply");

@@ -217,7 +217,7 @@ TEST_CASE("C API: a module built for CPU features this machine lacks is refused"
     return;
   }
   ScratchDir dir;
-  codegen::Target t = codegen::Target::host();
+  Target t = Target::host();
   t.features += ",+" + absent;
   DenseModel dm(false, t.str());
   export_library(dm.model, dir / "foreign.so");

@@ -66,7 +66,7 @@ TEST_CASE("leftover Vectorized and Unrolled loops become hinted serial loops", "
   for (int opt : {0, 3}) {
     codegen::BuildOptions o;
     o.opt_level = opt;
-    auto m = test::build({prim_func("hinted", {a, c}, body)}, codegen::Target::host(), o);
+    auto m = test::build({prim_func("hinted", {a, c}, body)}, Target::host(), o);
     if (opt == 0) {
       // Unoptimized, the hints are still visible as loop metadata.
       REQUIRE(test::contains(m.llvm_ir(), "llvm.loop.vectorize.enable"));
@@ -85,7 +85,7 @@ TEST_CASE("pragma_unroll attribute becomes loop metadata", "[codegen]") {
   Stmt body = attr_stmt("pragma_unroll", i, 4, for_loop(i, 0, n, ForKind::Serial, buffer_store(c, i * i, {i})));
   codegen::BuildOptions o;
   o.opt_level = 0;
-  auto m = test::build({prim_func("pragma", {c}, body)}, codegen::Target::host(), o);
+  auto m = test::build({prim_func("pragma", {c}, body)}, Target::host(), o);
   REQUIRE(test::contains(m.llvm_ir(), "llvm.loop.unroll.count"));
   NDArray C = NDArray::zeros({n}, runtime::dtype_i32());
   test::run(m, "pragma", {C});

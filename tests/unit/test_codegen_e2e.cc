@@ -30,7 +30,7 @@ namespace {
 // arguments' logical shapes; inputs fill the first args, the rest are outputs (NaN first).
 std::vector<NDArray> compile_and_run(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                                      const std::vector<std::vector<float>>& inputs) {
-  codegen::Module m = codegen::build(s, args, codegen::Target::host(), "f");
+  codegen::Module m = codegen::build(s, args, Target::host(), "f");
   std::vector<NDArray> arrays;
   for (size_t i = 0; i < args.size(); ++i) {
     ir::DataType t = args[i].dtype();
@@ -229,7 +229,7 @@ TEST_CASE("the driver runs the IR passes: what reaches LLVM is flat vector IR", 
   o.dump_ir_after = "all";
   std::ostringstream captured;
   o.dump_to = &captured;
-  auto m = codegen::build(s, c.args(), codegen::Target::host(), "chain", o);
+  auto m = codegen::build(s, c.args(), Target::host(), "chain", o);
   std::string lowered = ir::to_string(m.lowered_function("chain"));
   CHECK(test::contains(lowered, "ramp("));
   CHECK_FALSE(test::contains(lowered, "vectorized"));

@@ -26,7 +26,7 @@ inline ir::PrimFunc prim_func(const std::string& name, std::vector<ir::Buffer> p
 
 // codegen::build without the IR passes: these tests hand the LLVM code generator exactly the
 // IR they build (hand-written vector IR, leftover loop kinds).
-inline codegen::Module build(const std::vector<ir::PrimFunc>& funcs, const codegen::Target& target = codegen::Target::host(),
+inline codegen::Module build(const std::vector<ir::PrimFunc>& funcs, const Target& target = Target::host(),
                              codegen::BuildOptions options = codegen::BuildOptions()) {
   return codegen::build(funcs, target, options);
 }

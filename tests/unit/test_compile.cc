@@ -162,7 +162,7 @@ TEST_CASE("compile: a small model runs kernel by kernel in plan order and matche
   CHECK(c.plan.inputs.size() == 2);
   CHECK(c.plan.inputs[1].name == "skip");
   CHECK(c.plan.outputs[0].name == "probs");
-  CHECK(c.plan.target == kiln::codegen::Target::host().str());
+  CHECK(c.plan.target == kiln::Target::host().str());
   CHECK(c.plan.kiln_version == KILN_VERSION_STRING);
   // Weights: the two constants (the conv weight maybe prepacked) at 64-byte aligned offsets, one
   // after the other, the checksum over the blob; the bias's bytes are the model's.

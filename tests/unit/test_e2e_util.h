@@ -18,7 +18,7 @@ inline std::vector<float> run_f32(const schedule::Schedule& s, const std::vector
                                   std::vector<std::string>* notes = nullptr) {
   codegen::PipelineOptions opts;
   opts.notes = notes;
-  codegen::Module mod = codegen::build(s, args, codegen::Target::host(), "kernel", opts);
+  codegen::Module mod = codegen::build(s, args, Target::host(), "kernel", opts);
   std::vector<runtime::NDArray> arrays;
   std::vector<DLTensor*> dl;
   for (size_t i = 0; i < args.size(); ++i) {

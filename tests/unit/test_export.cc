@@ -89,7 +89,7 @@ TEST_CASE("an exported model loads and computes what the reference computes", "[
     CHECK(exec.output_info(1).name == "s");
     CHECK(exec.output_info(1).shape == std::vector<int64_t>{kB});
     CHECK(exec.module().kiln_version() == KILN_VERSION_STRING);
-    CHECK(exec.module().target() == codegen::Target::host().str());
+    CHECK(exec.module().target() == Target::host().str());
     CHECK(exec.module().plan().weights_checksum == runtime::fnv1a64(dm.model.weights.data(), dm.model.weights.size()));
     CHECK(exec.module().plan().nodes.size() == 3);
   }

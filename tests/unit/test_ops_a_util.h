@@ -82,7 +82,7 @@ inline std::vector<HostTensor> build_and_run(const std::vector<te::Tensor>& ins,
   args.insert(args.end(), outs.begin(), outs.end());
   codegen::PipelineOptions opts;
   opts.notes = notes;
-  codegen::Module mod = codegen::build(s, args, codegen::Target::host(), "kernel", opts);
+  codegen::Module mod = codegen::build(s, args, Target::host(), "kernel", opts);
   std::vector<runtime::NDArray> arrays;
   for (size_t i = 0; i < ins.size(); ++i) arrays.push_back(to_ndarray(values[i], ins[i].shape()));
   for (size_t i = 0; i < outs.size(); ++i) {

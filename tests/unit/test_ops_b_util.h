@@ -84,7 +84,7 @@ inline std::vector<HostTensor> run(const schedule::Schedule& s, const Lowered& l
                                    std::vector<std::string>* notes = nullptr) {
   codegen::PipelineOptions opts;
   opts.notes = notes;
-  codegen::Module mod = codegen::build(s, l.args(), codegen::Target::host(), "kernel", opts);
+  codegen::Module mod = codegen::build(s, l.args(), Target::host(), "kernel", opts);
   std::vector<runtime::NDArray> arrays;
   for (size_t i = 0; i < inputs.size(); ++i) {
     runtime::NDArray a = runtime::NDArray::empty(l.inputs[i].shape(), to_dl(inputs[i].dtype()));

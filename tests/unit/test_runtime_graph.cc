@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "kiln/codegen/target.h"
+#include "kiln/target/target.h"
 #include "kiln/runtime/cpu_features.h"
 #include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/version.h"
@@ -21,7 +21,7 @@ using runtime::CpuFeatures;
 using runtime::target_incompatibility;
 
 TEST_CASE("the runtime's CPU features agree with LLVM's host detection", "[runtime][cpu]") {
-  codegen::Target host = codegen::Target::host();
+  Target host = Target::host();
   CpuFeatures mine = runtime::host_cpu_features();
 #if defined(__x86_64__)
   CHECK(mine.arch == "x86_64");

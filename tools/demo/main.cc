@@ -47,7 +47,7 @@ bool report(const char* what, double flops, double secs, const std::vector<float
 bool demo_matmul(int64_t n, const codegen::PipelineOptions& show) {
   schedule::Config cfg;
   auto p = schedule::matmul_cpu(n, n, n, cfg);
-  auto mod = codegen::build(p.sched, p.args(), codegen::Target::host(), "matmul", show);
+  auto mod = codegen::build(p.sched, p.args(), Target::host(), "matmul", show);
   size_t e = size_t(n) * n;
   auto av = ref::random_floats(e, 1), bv = ref::random_floats(e, 2);
   float *a = aligned_copy(av), *b = aligned_copy(bv), *c = aligned_copy(std::vector<float>(e));
@@ -86,7 +86,7 @@ bool demo_conv2d() {
   s[yl].unroll(la[1]);
   s[yl].vectorize(la[3]);
   s[y].parallel(s[y].fuse(ax[0], oco));
-  auto mod = codegen::build(s, {x, w, y}, codegen::Target::host(), "conv2d");
+  auto mod = codegen::build(s, {x, w, y}, Target::host(), "conv2d");
 
   auto xv = ref::random_floats(size_t(sh.n) * sh.c * sh.h * sh.w, 3);
   auto wv = ref::random_floats(size_t(sh.oc) * sh.c * sh.kh * sh.kw, 4);
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    std::printf("kiln demo on %s, %d threads\n", codegen::Target::host().str().c_str(), kiln_get_num_threads());
+    std::printf("kiln demo on %s, %d threads\n", Target::host().str().c_str(), kiln_get_num_threads());
     bool ok = demo_matmul(512, show);
     ok = demo_conv2d() && ok;
     return ok ? 0 : 1;

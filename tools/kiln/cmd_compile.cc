@@ -30,7 +30,7 @@ void add_compile(CLI::App& app, int* status) {
     *status = guarded("compile", [&] {
       relay::Module m = import_for_compile(args->model, args->bind, args->input_shapes);
       CompileOptions opts;
-      opts.target = codegen::Target::parse(args->target);
+      opts.target = Target::parse(args->target);
       opts.dump_ir_stage = args->dump_ir;
       opts.tuning_log = args->tuning_log;
       opts.winograd = !args->no_winograd;

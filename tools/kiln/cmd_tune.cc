@@ -47,7 +47,7 @@ int run_tune(const TuneArgs& a) {
   KILN_USER_CHECK(std::filesystem::is_directory(log_dir)) << "cannot write tuning log '" << a.log << "': no directory '"
                                                           << log_dir.string() << "'";
   GraphTaskOptions topts;
-  topts.target = codegen::Target::parse(a.target);
+  topts.target = Target::parse(a.target);
   topts.all_groups = a.all_groups;
   topts.cold_weights = a.cold_weights;
   relay::OnnxImportOptions iopts;

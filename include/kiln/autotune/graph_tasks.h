@@ -26,7 +26,7 @@
 namespace kiln::autotune {
 
 struct GraphTaskOptions {
-  codegen::Target target = codegen::Target::host();
+  Target target = Target::host();
   // How each candidate is timed (warm caches by default). No warmup call: measure_kernel's
   // correctness run on the same buffers comes first and is one. At most about a second a
   // candidate: a bad SGEMM 1024 config takes seconds a call, and is then timed once.

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/target.h"
+#include "kiln/target/target.h"
 #include "kiln/ir/stmt.h"
 #include "kiln/runtime/kernel.h"
 

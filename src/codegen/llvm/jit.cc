@@ -27,7 +27,7 @@ namespace {
 }  // namespace
 
 JIT::JIT(const std::string& object_code) : impl_(std::make_unique<Impl>()) {
-  initialize_llvm();
+  initialize_llvm_targets();
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) fail("cannot create LLJIT", jit.takeError());
   impl_->jit = std::move(*jit);

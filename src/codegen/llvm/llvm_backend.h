@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kiln/codegen/build.h"
-#include "kiln/codegen/target.h"
+#include "kiln/target/target.h"
 #include "kiln/ir/stmt.h"
 
 namespace kiln::codegen::llvm_backend {

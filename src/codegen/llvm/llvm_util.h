@@ -8,12 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "kiln/codegen/target.h"
+#include "kiln/target/target.h"
 
 namespace kiln::codegen::llvm_backend {
 
-// Registers LLVM's targets once per process.
-void initialize_llvm();
 
 // A TargetMachine for `target`: position-independent code (objects go into shared
 // libraries), small code model, CodeGenOpt::Aggressive at opt_level 3. Throws kiln::Error on

@@ -13,21 +13,9 @@
 
 namespace kiln::codegen::llvm_backend {
 
-void initialize_llvm() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // All targets, so a module can be cross-compiled (objects only) for another triple.
-    llvm::InitializeAllTargetInfos();
-    llvm::InitializeAllTargets();
-    llvm::InitializeAllTargetMCs();
-    llvm::InitializeAllAsmPrinters();
-    llvm::InitializeAllAsmParsers();
-  });
-}
-
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const Target& target, int opt_level) {
-  initialize_llvm();
-  KILN_USER_CHECK(target.kind == "llvm") << "target '" << target.str() << "': the CPU backend needs kind 'llvm'";
+  initialize_llvm_targets();
+  KILN_USER_CHECK(target.kind == TargetKind::kLLVM) << "target '" << target.str() << "': the CPU backend needs kind 'llvm'";
   std::string err;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(target.triple, err);
   KILN_USER_CHECK(t != nullptr) << "target '" << target.str() << "': " << err;

@@ -1,0 +1,85 @@
+// Target: the machine the kernel path generates code for, and the facts every decision on that
+// path reads from it (DESIGN.md: "The Target ... is one value that every decision of the kernel
+// path receives. No lane or register count is a literal in a template.").
+//
+// Written like TVM's target strings:
+//   llvm                                          this CPU (host triple, CPU, features, caches, cores)
+//   llvm -mcpu=x86-64-v3                          AVX2 + FMA code; caches and cores of this machine
+//   llvm -mcpu=znver3                             a named CPU: its features and its cache sizes
+//   llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1   cross-compiled (objects, linked by a cross linker)
+// Options after the kind: -mtriple=T -mcpu=C -mattr=+f,-g (LLVM's), and the machine facts
+// -num-cores=N -l1d=SIZE -l2=SIZE -l3=SIZE (bytes, or with a K/M suffix) to override what is
+// detected or known. Target::str() writes every field, so parse(str()) reproduces the target
+// and a module's metadata says exactly what its kernels were built for.
+//
+// The facts (CpuFacts) come from the instruction set (vector width, vector registers, FMA), from
+// the OS for the host (caches, cores: sysfs and the affinity mask), and from a small table of
+// known CPUs otherwise (target_cpu_table.cc); defaults are stated there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+enum class TargetKind { kLLVM, kCUDA, kOpenCL };
+
+// What CPU schedules derive their register blocks, cache blocks and parallel splits from.
+struct CpuFacts {
+  int vector_bits = 128;      // the SIMD register float ops use: 128 SSE/NEON, 256 AVX/AVX2, 512 AVX-512
+  int vector_registers = 16;  // architectural SIMD registers: 16 (SSE, AVX, AVX2), 32 (AVX-512, NEON)
+  bool fma = false;           // fused multiply-add instructions
+  int fma_latency = 4;        // cycles from an FMA to a dependent one
+  int fma_per_cycle = 2;      // vector FMAs a core issues per cycle at vector_bits
+  int64_t l1d_bytes = 32 << 10;  // per core
+  int64_t l2_bytes = 1 << 20;    // per core
+  int64_t l3_bytes = 16 << 20;   // shared, the whole cache
+  int cores = 1;
+
+  // Independent accumulators that keep the FMA units busy: latency x issue rate.
+  int fma_in_flight() const { return fma_latency * fma_per_cycle; }
+  bool operator==(const CpuFacts& o) const;
+};
+
+struct Target {
+  TargetKind kind = TargetKind::kLLVM;
+  std::string triple;    // "x86_64-pc-linux-gnu"
+  std::string cpu;       // LLVM CPU name: "znver4", "x86-64-v3", "neoverse-n1", "generic"
+  std::string features;  // LLVM feature list, comma separated ("+avx2,+fma,-avx512f")
+  CpuFacts facts;
+
+  // This machine: host triple, CPU name, every feature LLVM detects (+ or -), caches, cores.
+  static Target host();
+  // Parses a target string (above). Fields not given come from the host when the triple is the
+  // host's, else from the named CPU. Throws kiln::Error naming the culprit for an unknown kind,
+  // option, triple or CPU.
+  static Target parse(const std::string& spec);
+
+  // The full spec: parse(str()) == *this.
+  std::string str() const;
+  // What code is generated for: kind, triple, CPU and features, not the cache sizes or cores.
+  // Two targets with the same isa() run the same machine code; a tuning record applies to a
+  // target of the same isa() (a schedule tuned for one CPU is correct on any, but only
+  // measured fast on its own).
+  std::string isa() const;
+  // One line for compile notes: "x86_64 znver4: 512-bit vectors (16 x f32), 32 vector registers,
+  // FMA (4 cycles, 2/cycle), L1d 32 KiB, L2 1 MiB, L3 32 MiB, 2 cores".
+  std::string summary() const;
+
+  // Vector lanes of an element of `bits` bits (float32: 8 on AVX2, 16 on AVX-512, 4 on NEON).
+  int lanes(int bits = 32) const { return facts.vector_bits / bits > 0 ? facts.vector_bits / bits : 1; }
+  bool is_x86() const;
+  bool is_aarch64() const;
+  // True if `features` enables `name` ("avx512f" matches "+avx512f"); facts are what schedules
+  // should read, this is for code generation choices that name an instruction set extension.
+  bool has_feature(const std::string& name) const;
+
+  bool operator==(const Target& o) const;
+  bool operator!=(const Target& o) const { return !(*this == o); }
+};
+
+// Registers LLVM's targets (once, thread-safe): host detection, CPU names and the code
+// generator all need them. For the LLVM backend; nothing else calls LLVM.
+void initialize_llvm_targets();
+
+}  // namespace kiln
