@@ -1,14 +1,15 @@
-// The nn ops' default CPU schedules (schedule/templates/anchor_cpu.h) on the layers that cost
-// resnet18 (and a few of mobilenet_v2, squeezenet1_1 and bert_mini), batch 1. Each op is lowered
-// through its registered FLower exactly as the graph compiler does, scheduled with the default
-// template, compiled, and timed: median of repeated runs, each at least ~0.1 s of calls.
+// The nn ops' default CPU schedules on the layers that cost resnet18 (and a few of mobilenet_v2,
+// squeezenet1_1 and bert_mini), batch 1. Each op is a one-call graph with a constant weight,
+// lowered exactly as the graph compiler does (fuse_model, the target's strategy and packed
+// weight, group_to_te, schedule_group), compiled, and timed: median of repeated runs, each at
+// least ~0.1 s of calls.
 //
-//   bench_ops [--threads T] [--filter SUBSTRING] [--repeat R]
+//   bench_ops [--target T] [--threads T] [--filter SUBSTRING] [--repeat R] [--knob NAME=INDEX]
 //
 // Prints one line per layer: time, GFLOPS, percentage of the machine's fp32 peak (DESIGN.md:
 // about 320 GFLOPS on 2 threads, 210 on one), GFLOPS per process CPU-second (less sensitive to a
 // loaded machine), and for convolutions and dense what repacking the weight on every call would
-// add (the timed kernels take it packed at compile time, te/ops/register_b.h weight_prepack).
+// add (the timed kernels take it packed at compile time, lower::prepack_weights).
 // The machine is shared: the load average is printed first; compare only figures of one run.
 #include <algorithm>
 #include <any>
@@ -25,14 +26,11 @@
 #include <vector>
 
 #include "kiln/codegen/driver.h"
-#include "kiln/relay/expr.h"
-#include "kiln/relay/op.h"
+#include "kiln/compiler.h"
 #include "kiln/runtime/kernel.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/te/ops/lowering.h"
 #include "kiln/te/ops/nn_conv.h"
-#include "kiln/te/ops/register_b.h"
 
 using namespace kiln;
 
@@ -134,12 +132,9 @@ runtime::NDArray random_array(const std::vector<int64_t>& shape, uint32_t seed) 
   return a;
 }
 
-// Times one kernel of `outputs` over `inputs`, scheduled by `sched`.
-Timing time_kernel(const std::vector<te::Tensor>& inputs, const std::vector<te::Tensor>& outputs,
-                   const schedule::Schedule& s) {
-  std::vector<te::Tensor> args = inputs;
-  args.insert(args.end(), outputs.begin(), outputs.end());
-  codegen::Module mod = codegen::build(s, args, Target::host(), "k");
+// Times the kernel of `args` (inputs then outputs) scheduled by `s`, on random data.
+Timing time_kernel(const std::vector<te::Tensor>& args, const schedule::Schedule& s, const Target& target) {
+  codegen::Module mod = codegen::build(s, args, target, "k");
   kiln_kernel_fn fn = mod.get_function("k");
   std::vector<runtime::NDArray> arrays;
   for (size_t i = 0; i < args.size(); ++i) arrays.push_back(random_array(args[i].shape(), 7 + i));
@@ -159,6 +154,7 @@ std::string load_average() {
 
 int main(int argc, char** argv) {
   int threads = 2;
+  Target target = Target::host();
   std::string filter;
   std::map<std::string, size_t> knobs;  // --knob name=candidate_index: try a non-default config
   for (int i = 1; i < argc; ++i) {
@@ -171,35 +167,34 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
     else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) g_repeat = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--target") && i + 1 < argc) target = Target::parse(argv[++i]);
   }
   kiln_set_num_threads(threads);
-  te::ops::register_lowerings_b();
   double peak = threads >= 2 ? 320.0 : 210.0;
-  std::printf("threads: %d, fp32 peak ~%.0f GFLOPS (DESIGN.md), load average at start: %s\n", threads, peak,
-              load_average().c_str());
+  std::printf("target: %s\nthreads: %d, fp32 peak ~%.0f GFLOPS (DESIGN.md's Xeon), load average at start: %s\n",
+              target.summary().c_str(), threads, peak, load_average().c_str());
   double total_conv = 0;
   for (const Layer& layer : layers()) {
     if (!filter.empty() && layer.name.find(filter) == std::string::npos) continue;
-    std::vector<relay::Expr> vars;
-    std::vector<te::Tensor> ins;
+    // The call as a model holds it: data an input, the weight (second input of a conv or dense) a
+    // constant, which the strategy packs at compile time.
+    std::vector<relay::Expr> args, params;
     for (size_t i = 0; i < layer.inputs.size(); ++i) {
-      vars.push_back(relay::make_var("in" + std::to_string(i), relay::tensor_type(ir::DataType::f32(), layer.inputs[i])));
-      ins.push_back(te::placeholder(layer.inputs[i], ir::DataType::f32(), "in" + std::to_string(i)));
+      relay::Type t = relay::tensor_type(ir::DataType::f32(), layer.inputs[i]);
+      bool weight = i == 1 && (layer.op == "nn.conv2d" || layer.op == "nn.dense");
+      args.push_back(weight ? relay::make_constant(relay::HostTensor::zeros(ir::DataType::f32(), layer.inputs[i]))
+                            : relay::make_var("in" + std::to_string(i), t));
+      if (!weight) params.push_back(args.back());
     }
-    relay::Expr call = relay::make_call(layer.op, vars, layer.attrs);
-    const auto* c = call.as<relay::CallNode>();
-    auto lower = std::any_cast<te::ops::FLower>(c->op->lower);
-    std::vector<te::Tensor> outs = lower(ins, c->attrs, c->type);
-    // The kernel a graph compiler builds for a constant weight: packed at compile time.
-    std::vector<te::Tensor> kins = ins, kouts = outs;
-    if (auto p = te::ops::weight_prepack(*c)) {
-      relay::Shape ps = p->pack(relay::HostTensor::zeros(ir::DataType::f32(), layer.inputs[p->input])).shape();
-      kins[p->input] = te::placeholder(ps, ir::DataType::f32(), "packed");
-      kouts = p->lower(kins, c->attrs, c->type);
-    }
+    CompileOptions copts;
+    copts.target = target;
+    FusedProgram prog = fuse_model(relay::Module::make(params, {relay::make_call(layer.op, args, layer.attrs)}, {"y"}), copts);
+    const relay::FusedGroup& group = prog.fused.groups.at(0);
+    lower::Strategy strategy = lower::select_strategy(group, target, prog.strategy_options);
+    lower::GroupProgram kernel = lower::group_to_te(group, strategy, &prog.prepacked);
     schedule::Config cfg = knobs.empty() ? schedule::Config() : schedule::Config::with_choices(knobs);
-    schedule::Schedule s = schedule::schedule_anchor_cpu(kouts, kouts[0], cfg);
-    Timing tm = time_kernel(kins, kouts, s);
+    schedule::Schedule s = lower::schedule_group(kernel, group, strategy, target, cfg);
+    Timing tm = time_kernel(kernel.args(), s, target);
     double t = tm.wall;
     std::printf("%-44s %8.3f ms", layer.name.c_str(), t * 1e3);
     if (layer.flops > 0) {
@@ -208,19 +203,24 @@ int main(int argc, char** argv) {
       // several threads, whose waits count).
       std::printf("  (%5.1f GFLOPS/cpu-s)", layer.flops / tm.cpu * 1e-9);
     }
-    // The weight repacking alone, as its own kernel with the same loops.
-    te::Tensor pack;
-    for (const te::Tensor& in : outs[0].op().input_tensors()) {
-      for (const te::Tensor& in2 : in.op().input_tensors()) {
-        const std::string& n = in2.op().name();
-        if (n.size() > 6 && n.compare(n.size() - 6, 6, te::ops::kPackSuffix) == 0) pack = in2;
+    // The weight repacking alone (the unpacked form's "<name>.wpack" stage), as its own kernel.
+    if (prog.prepacked.count(group.anchor.get())) {
+      lower::GroupProgram unpacked = lower::group_to_te(group, strategy);
+      te::Tensor pack;
+      std::vector<te::Operation> todo = {unpacked.outputs[0].op()};
+      while (!todo.empty() && !pack.defined()) {
+        te::Operation op = todo.back();
+        todo.pop_back();
+        const std::string& n = op.name();
+        if (n.size() > 6 && n.compare(n.size() - 6, 6, te::ops::kPackSuffix) == 0) pack = op.output(0);
+        for (const te::Tensor& in : op.input_tensors()) todo.push_back(in.op());
       }
-    }
-    if (pack.defined()) {
-      schedule::Schedule ps = schedule::create({pack});
-      schedule::schedule_loops_cpu(ps, pack);
-      double tp = time_kernel({ins[1]}, {pack}, ps).wall;
-      std::printf("  (+%.3f ms if repacked per call)", tp * 1e3);
+      if (pack.defined()) {
+        schedule::Schedule ps = schedule::create({pack});
+        schedule::schedule_loops_cpu(ps, pack, target.lanes(32));
+        double tp = time_kernel({unpacked.inputs[1], pack}, ps, target).wall;
+        std::printf("  (+%.3f ms if repacked per call)", tp * 1e3);
+      }
     }
     std::printf("   [%s]\n", cfg.str().c_str());
     if (layer.op == "nn.conv2d" && layer.name.rfind("resnet18", 0) == 0) total_conv += t;

@@ -1,18 +1,17 @@
-// kiln::compile: the graph pipeline, from an imported module to kernels, plan and weights.
+// kiln::compile: the whole pipeline, from an imported module to kernels, plan and weights, read
+// top to bottom: graph passes, lowering per group, loop passes, export.
 #include "kiln/compiler.h"
 
-#include "kiln/autotune/apply_log.h"
-
-#include <iostream>
+#include <algorithm>
 #include <map>
-#include <optional>
-#include <set>
 
-#include "kiln/relay/lower_graph.h"
+#include "kiln/codegen/driver.h"
+#include "kiln/codegen/export_library.h"
+#include "kiln/lower/op_lowering.h"
 #include "kiln/relay/printer.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
-#include "kiln/te/ops/lowering.h"
+#include "kiln/support/stage_dump.h"
 
 namespace kiln {
 
@@ -24,42 +23,18 @@ const std::vector<std::string>& graph_stages() {
                                              "fuse_ops", "plan_memory"};
   return s;
 }
-const std::vector<std::string>& kernel_stages() {  // codegen/driver.h
-  static const std::vector<std::string> s = {"lower", "flatten_storage", "simplify", "vectorize_loops",
-                                             "unroll_loops", "final"};
-  return s;
+
+// The dumper of CompileOptions::dump_ir_stage, which must name a stage of the pipeline.
+StageDumper make_dumper(const CompileOptions& o) {
+  if (!o.dump_ir_stage.empty() && o.dump_ir_stage != "all") {
+    std::vector<std::string> all = pipeline_stages();
+    bool known = std::find(all.begin(), all.end(), o.dump_ir_stage) != all.end();
+    std::string list;
+    for (const std::string& s : all) list += (list.empty() ? "" : ", ") + s;
+    KILN_USER_CHECK(known) << "unknown IR stage '" << o.dump_ir_stage << "' to dump; stages: " << list << ", all";
+  }
+  return StageDumper(o.dump_ir_stage, o.dump_to);
 }
-
-// Prints the graph after the stage CompileOptions::dump_ir_stage names (or after all of them).
-class Dumper {
- public:
-  explicit Dumper(const CompileOptions& o) : stage_(o.dump_ir_stage), os_(o.dump_to ? o.dump_to : &std::cerr) {
-    if (stage_.empty() || stage_ == "all") return;
-    bool known = false;
-    std::string all;
-    for (const auto* list : {&graph_stages(), &kernel_stages()})
-      for (const std::string& s : *list) {
-        known = known || s == stage_;
-        all += (all.empty() ? "" : ", ") + s;
-      }
-    KILN_USER_CHECK(known) << "unknown IR stage '" << stage_ << "' to dump; stages: " << all << ", all";
-  }
-  bool wants(const std::string& stage) const { return stage_ == "all" || stage_ == stage; }
-  void operator()(const std::string& stage, const std::string& text) const {
-    if (wants(stage)) *os_ << "// graph after " << stage << "\n" << text;
-  }
-  // Kernel-level stages go to the loop-level driver (one dump per kernel).
-  std::string kernel_stage() const {
-    for (const std::string& s : kernel_stages())
-      if (stage_ == s && stage_ != "simplify") return s;
-    return stage_ == "all" ? "all" : "";
-  }
-  std::ostream* stream() const { return os_; }
-
- private:
-  std::string stage_;
-  std::ostream* os_;
-};
 
 // Every op without a kernel lowering, with the nodes using it: one message for all of them.
 void check_lowerings(const relay::FusedModule& m) {
@@ -67,7 +42,7 @@ void check_lowerings(const relay::FusedModule& m) {
   for (const relay::FusedGroup& g : m.groups)
     for (const relay::Expr& e : g.calls) {
       const auto* c = e.as<relay::CallNode>();
-      if (!c->op->has_lowering()) missing[c->op_name()].push_back(c->name.empty() ? "?" : c->name);
+      if (!lower::find_op_lowering(c->op_name())) missing[c->op_name()].push_back(c->name.empty() ? "?" : c->name);
     }
   if (missing.empty()) return;
   std::string list;
@@ -84,16 +59,27 @@ void check_lowerings(const relay::FusedModule& m) {
 
 }  // namespace
 
+lower::StrategyOptions CompileOptions::strategy_options() const {
+  lower::StrategyOptions o;
+  o.winograd = winograd;
+  return o;
+}
+
+std::vector<std::string> pipeline_stages() {
+  std::vector<std::string> s = graph_stages();
+  for (const std::string& k : codegen::loop_stages()) s.push_back(k);
+  return s;
+}
+
 FusedProgram fuse_model(const relay::Module& module, const CompileOptions& options) {
-  using namespace relay;
-  te::ops::register_lowerings();
-  register_layout_lowerings();  // the two ops alter_layout makes
-  Dumper dump(options);
+  using namespace relay;  // NOLINT(google-build-using-namespace)
+  StageDumper dump = make_dumper(options);
   auto stage = [&](const std::string& name, Module m) {
-    dump(name, to_string(m));
+    if (dump.wants(name)) dump("graph", name, to_string(m));
     return m;
   };
 
+  // Graph passes.
   Module m = stage("infer_types", infer_types(module));
   m = stage("fold_constants", fold_constants(m));
   m = stage("fold_batch_norm", fold_batch_norm(m));
@@ -105,43 +91,53 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   if (options.alter_layout) m = stage("alter_layout", alter_layout(m));
 
   FusedProgram out;
+  out.target = options.target;
+  out.strategy_options = options.strategy_options();
   out.fused = fuse_ops(m);
-  dump("fuse_ops", to_string(out.fused));
+  if (dump.wants("fuse_ops")) dump("graph", "fuse_ops", to_string(out.fused));
   check_lowerings(out.fused);
-  out.prepacked = prepack_weights(&out.fused, options.winograd);
+  // Lowering starts: constant weights packed into the layouts the target's kernels read.
+  out.prepacked = lower::prepack_weights(&out.fused, out.target, out.strategy_options);
   return out;
 }
 
 CompiledModel compile(const relay::Module& module, const CompileOptions& options) {
-  using namespace relay;
-  Dumper dump(options);
+  StageDumper dump = make_dumper(options);
   CompiledModel out;
   out.notes.push_back("target: " + options.target.summary());
   FusedProgram program = fuse_model(module, options);
-  FusedModule& fused = program.fused;
-  MemoryPlan memory = plan_memory(fused);
-  dump("plan_memory", memory.str());
+  relay::FusedModule& fused = program.fused;
+  relay::MemoryPlan memory = relay::plan_memory(fused);
+  if (dump.wants("plan_memory")) dump("graph", "plan_memory", memory.str());
   out.notes.push_back(memory.note());
-  std::optional<autotune::LogSchedules> tuned;
-  if (!options.tuning_log.empty()) tuned.emplace(options.tuning_log, options.target.str());
 
   codegen::PipelineOptions pipeline;
-  pipeline.dump_ir_after = dump.kernel_stage();
-  pipeline.dump_to = dump.stream();
+  const std::vector<std::string>& loops = codegen::loop_stages();
+  if (dump.stage() == "all" || std::find(loops.begin(), loops.end(), dump.stage()) != loops.end()) pipeline.dump = dump;
   pipeline.notes = &out.notes;
   std::vector<std::string> names;
   for (size_t i = 0; i < fused.groups.size(); ++i) {
-    names.push_back(kernel_name(fused.groups[i], static_cast<int>(i)));
+    const relay::FusedGroup& group = fused.groups[i];
+    names.push_back(lower::kernel_name(group, static_cast<int>(i)));
+    // Lowering: the target's strategy, the group's te program, its schedule.
+    lower::Strategy strategy = lower::select_strategy(group, options.target, program.strategy_options);
+    lower::GroupProgram te_program = lower::group_to_te(group, strategy, &program.prepacked);
     schedule::Config cfg;
-    const bool use_log = tuned && tuned->config_for(fused.groups[i], program.prepacked, &cfg);
-    out.kernels.push_back(lower_group(fused.groups[i], names.back(), pipeline, &program.prepacked, use_log ? &cfg : nullptr));
+    if (options.schedules) options.schedules->config_for(group, strategy, program.prepacked, &cfg);
+    schedule::Schedule s = lower::schedule_group(te_program, group, strategy, options.target, cfg);
+    // Loop passes.
+    out.kernels.push_back(codegen::lower_to_ir(s, te_program.args(), names.back(), pipeline));
   }
-  if (tuned) {
-    std::vector<std::string> notes = tuned->notes();
+  if (options.schedules) {
+    std::vector<std::string> notes = options.schedules->notes();
     out.notes.insert(out.notes.end(), notes.begin(), notes.end());
   }
-  out.plan = make_graph_plan(fused, memory, names, options.target.str(), &out.weights);
+  out.plan = lower::make_graph_plan(fused, memory, names, options.target, &out.weights);
   return out;
+}
+
+void export_library(const CompiledModel& model, const std::string& path) {
+  codegen::export_library(model.plan, model.kernels, model.weights, path);
 }
 
 }  // namespace kiln

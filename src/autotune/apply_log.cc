@@ -8,17 +8,25 @@
 
 namespace kiln::autotune {
 
-LogSchedules::LogSchedules(const std::string& path, const std::string& target) : path_(path), target_(target) {
+LogSchedules::LogSchedules(const std::string& path, const Target& target) : path_(path), target_(target) {
   TuningLog log = read_log_checked(path, /*must_exist=*/true);
   malformed_ = log.malformed.size();
-  for (const TuningRecord& r : log.records)
-    if (r.target != target) ++other_targets_[r.target];
-  best_ = best_records(log.records, target);
+  std::vector<TuningRecord> usable;
+  const std::string isa = target.isa();
+  for (const TuningRecord& r : log.records) {
+    if (Target::isa_of(r.target) != isa) {
+      ++other_isa_[r.target];
+      continue;
+    }
+    if (r.target != target.str()) ++other_machine_[r.target];
+    usable.push_back(r);
+  }
+  best_ = best_records(usable);
 }
 
-bool LogSchedules::config_for(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked,
-                              schedule::Config* cfg) {
-  const std::string key = tunable_workload_key(group, prepacked);
+bool LogSchedules::config_for(const relay::FusedGroup& group, const lower::Strategy& strategy,
+                              const lower::PrepackedWeights& prepacked, schedule::Config* cfg) {
+  const std::string key = tunable_workload_key(group, strategy, prepacked, target_);
   if (key.empty()) return false;
   auto it = best_.find(key);
   if (it == best_.end()) {
@@ -28,7 +36,7 @@ bool LogSchedules::config_for(const relay::FusedGroup& group, const relay::Prepa
   try {
     // The template may have changed since the log was written: the record must still name
     // candidates of this group's knobs.
-    ConfigSpace space = group_config_space(group, prepacked);
+    ConfigSpace space = group_config_space(group, strategy, prepacked, target_);
     *cfg = point_to_config(space, record_config_to_point(space, it->second.config));
   } catch (const Error& e) {
     stale_[key] = e.what();
@@ -54,9 +62,14 @@ std::vector<std::string> LogSchedules::notes() const {
                               stale != stale_.end() ? "usable " : "", key, n, n == 1 ? "" : "s",
                               stale != stale_.end() ? " (" + stale->second + ")" : ""));
   }
-  for (const auto& [target, n] : other_targets_)
-    out.push_back(fmt::format("tuning log '{}': {} record{} for target '{}' ignored (compiling for '{}')", path_, n,
-                              n == 1 ? "" : "s", target, target_));
+  for (const auto& [target, n] : other_isa_)
+    out.push_back(fmt::format("tuning log '{}': {} record{} for target '{}' skipped: another instruction set than "
+                              "the compile target '{}' (a schedule is only measured fast on its own CPU)",
+                              path_, n, n == 1 ? "" : "s", target, target_.isa()));
+  for (const auto& [target, n] : other_machine_)
+    out.push_back(fmt::format("tuning log '{}': {} record{} tuned on '{}' considered: same instruction set, other "
+                              "caches or cores than '{}'",
+                              path_, n, n == 1 ? "" : "s", target, target_.str()));
   if (malformed_ > 0) out.push_back(fmt::format("tuning log '{}': {} malformed line{} skipped", path_, malformed_,
                                                 malformed_ == 1 ? "" : "s"));
   return out;

@@ -4,13 +4,14 @@
 #include <map>
 #include <set>
 
+#include "kiln/codegen/driver.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
 namespace {
 
+using lower::PrepackedWeights;
 using relay::FusedGroup;
-using relay::PrepackedWeights;
 
 std::string type_str(const relay::Expr& e) { return e->type.str(); }
 
@@ -49,10 +50,11 @@ PrepackedWeights prepacked_of(const FusedGroup& g, const PrepackedWeights& all) 
   return out;
 }
 
-ConfigSpace group_space(const FusedGroup& g, const relay::GroupProgram& p) {
+ConfigSpace group_space(const FusedGroup& g, const lower::GroupProgram& p, const lower::Strategy& st,
+                        const Target& target) {
   ConfigSpace space;
   Config recorder(&space);
-  relay::schedule_group(p, g, recorder);
+  lower::schedule_group(p, g, st, target, recorder);
   return space;
 }
 
@@ -82,38 +84,46 @@ double count_flops(const std::vector<te::Tensor>& outputs) {
   return flops;
 }
 
-ConfigSpace group_config_space(const FusedGroup& group, const PrepackedWeights& prepacked) {
-  return group_space(group, relay::group_to_te(group, &prepacked));
+ConfigSpace group_config_space(const FusedGroup& group, const lower::Strategy& strategy,
+                               const PrepackedWeights& prepacked, const Target& target) {
+  return group_space(group, lower::group_to_te(group, strategy, &prepacked), strategy, target);
 }
 
 std::string workload_template(const std::string& workload_key) {
   return workload_key.substr(0, workload_key.find(':'));
 }
 
-std::string tunable_workload_key(const FusedGroup& group, const PrepackedWeights& prepacked, bool all_groups) {
-  relay::GroupProgram p = relay::group_to_te(group, &prepacked);
-  const std::string name = relay::group_template_name(p, group);
+std::string tunable_workload_key(const FusedGroup& group, const lower::Strategy& strategy,
+                                 const PrepackedWeights& prepacked, const Target& target, bool all_groups) {
+  const std::string& name = strategy.template_name;
   const bool anchored = group.pattern >= relay::OpPattern::OutElementwiseFusable;
   if (!all_groups && (!anchored || name == "generic")) return "";
-  if (group_space(group, p).size() <= 1) return "";
+  if (group_config_space(group, strategy, prepacked, target).size() <= 1) return "";
   return key_of(group, prepacked, name);
 }
 
-Task group_task(const FusedGroup& group, const PrepackedWeights& prepacked, const GraphTaskOptions& options) {
+Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const PrepackedWeights& prepacked,
+                const GraphTaskOptions& options) {
   // What the template and build hooks share: the group (its Exprs keep the calls alive that key
   // the prepacked map), and the reference, built once on first use.
   struct State {
     FusedGroup group;
+    lower::Strategy strategy;
     PrepackedWeights prepacked;
     GraphTaskOptions options;
     size_t num_outputs = 0;
     std::vector<size_t> cold_inputs;  // parameters holding the model's constants (weights)
     std::shared_ptr<const KernelReference> reference;
 
-    ir::PrimFunc lower(Config* cfg) const { return relay::lower_group(group, "tuned_kernel", {}, &prepacked, cfg); }
+    ir::PrimFunc build_func(Config* cfg) const {
+      lower::GroupProgram p = lower::group_to_te(group, strategy, &prepacked);
+      Config defaults;
+      schedule::Schedule s = lower::schedule_group(p, group, strategy, options.target, cfg ? *cfg : defaults);
+      return codegen::lower_to_ir(s, p.args(), "tuned_kernel");
+    }
     std::shared_ptr<const KernelReference> get_reference() {
       if (!reference) {
-        ir::PrimFunc f = lower(nullptr);
+        ir::PrimFunc f = build_func(nullptr);
         reference = KernelReference::make(codegen::build({f}, options.target), f, num_outputs, options.input_seed);
       }
       return reference;
@@ -121,20 +131,21 @@ Task group_task(const FusedGroup& group, const PrepackedWeights& prepacked, cons
   };
   auto st = std::make_shared<State>();
   st->group = group;
+  st->strategy = strategy;
   st->prepacked = prepacked_of(group, prepacked);
   st->options = options;
-  relay::GroupProgram p = relay::group_to_te(group, &st->prepacked);
+  lower::GroupProgram p = lower::group_to_te(group, strategy, &st->prepacked);
   st->num_outputs = p.outputs.size();
   for (size_t i = 0; options.cold_weights && i < group.inputs.size(); ++i)
     if (group.inputs[i].as<relay::ConstantNode>()) st->cold_inputs.push_back(i);
 
   Task task;
-  task.name = relay::group_template_name(p, group);
+  task.name = strategy.template_name;
   task.workload_key = key_of(group, st->prepacked, task.name);
   task.flops = count_flops(p.outputs);
   task.make = [st](Config& cfg) {
     Program prog;
-    prog.func = st->lower(&cfg);
+    prog.func = st->build_func(&cfg);
     // The reference is made here, in the tuner's process, and shared by every candidate: the
     // build hook runs in the candidate's child process (tuner.cc), whose state does not last.
     prog.build = [st, f = prog.func, ref = st->get_reference()]() {
@@ -146,16 +157,19 @@ Task group_task(const FusedGroup& group, const PrepackedWeights& prepacked, cons
   return task;
 }
 
-std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTaskOptions& options) {
+std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTaskOptions& task_options) {
+  GraphTaskOptions options = task_options;
+  options.target = program.target;
   std::vector<GraphTask> tasks;
   std::map<std::string, size_t> index;
   for (const FusedGroup& g : program.fused.groups) {
-    std::string key = tunable_workload_key(g, program.prepacked, options.all_groups);
+    lower::Strategy strategy = lower::select_strategy(g, program.target, program.strategy_options);
+    std::string key = tunable_workload_key(g, strategy, program.prepacked, program.target, options.all_groups);
     if (key.empty()) continue;
     auto [it, fresh] = index.emplace(key, tasks.size());
     if (fresh) {
       GraphTask t;
-      t.task = group_task(g, program.prepacked, options);
+      t.task = group_task(g, strategy, program.prepacked, options);
       KILN_CHECK(t.task.workload_key == key) << "task key '" << t.task.workload_key << "' differs from '" << key << "'";
       t.label = g.label();
       tasks.push_back(std::move(t));

@@ -11,37 +11,37 @@
 namespace kiln::codegen {
 namespace {
 
-// Prints the function after a pass when asked to, by option or by KILN_DUMP_IR.
-class IrDumper {
- public:
-  explicit IrDumper(const PipelineOptions& o) : which_(o.dump_ir_after), os_(o.dump_to ? o.dump_to : &std::cerr) {
-    if (which_.empty()) {
-      if (const char* env = std::getenv("KILN_DUMP_IR")) which_ = env;
-    }
-  }
-  void after(const std::string& pass, const ir::PrimFunc& f) const {
-    if (which_ == "all" || which_ == pass) *os_ << "// IR after " << pass << "\n" << ir::to_string(f);
-  }
+// The option's dumper, or one for KILN_DUMP_IR when the option names no stage.
+StageDumper dumper(const PipelineOptions& o) {
+  if (!o.dump.stage().empty()) return o.dump;
+  const char* env = std::getenv("KILN_DUMP_IR");
+  return StageDumper(env ? env : "", o.dump.stream());
+}
 
- private:
-  std::string which_;
-  std::ostream* os_;
-};
+void dump_after(const StageDumper& dump, const std::string& stage, const ir::PrimFunc& f) {
+  if (dump.wants(stage)) dump("IR", stage, ir::to_string(f));
+}
 
 }  // namespace
 
+const std::vector<std::string>& loop_stages() {
+  static const std::vector<std::string> s = {"lower", "flatten_storage", "loop_simplify", "vectorize_loops",
+                                             "unroll_loops", "final"};
+  return s;
+}
+
 ir::PrimFunc optimize_ir(const ir::PrimFunc& lowered, const PipelineOptions& options) {
-  IrDumper dump(options);
+  StageDumper dump = dumper(options);
   ir::PrimFunc f = ir::flatten_storage(lowered);
-  dump.after("flatten_storage", f);
+  dump_after(dump, "flatten_storage", f);
   f = ir::simplify(f);
-  dump.after("simplify", f);
+  dump_after(dump, "loop_simplify", f);
   f = ir::vectorize_loops(f, options.notes);
-  dump.after("vectorize_loops", f);
+  dump_after(dump, "vectorize_loops", f);
   f = ir::unroll_loops(f);
-  dump.after("unroll_loops", f);
+  dump_after(dump, "unroll_loops", f);
   f = ir::simplify(f);
-  dump.after("final", f);
+  dump_after(dump, "final", f);
   ir::verify(f);
   return f;
 }
@@ -49,7 +49,7 @@ ir::PrimFunc optimize_ir(const ir::PrimFunc& lowered, const PipelineOptions& opt
 ir::PrimFunc lower_to_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const std::string& name,
                          const PipelineOptions& options) {
   ir::PrimFunc f = schedule::lower(s, args, name);
-  IrDumper(options).after("lower", f);
+  dump_after(dumper(options), "lower", f);
   return optimize_ir(f, options);
 }
 

@@ -1,5 +1,5 @@
-// kiln::export_library (compiler.h): one shared library holding kernels, plan, weights and
-// metadata, in the layout of runtime/module_format.h.
+// codegen::export_library: one shared library holding kernels, plan, weights and metadata, in
+// the layout of runtime/module_format.h.
 //
 //   1. check the model (plan well formed, every node's kernel compiled, weights match the plan)
 //   2. kernels.o: codegen::build for the plan's target
@@ -24,7 +24,7 @@
 #include <sstream>
 
 #include "kiln/codegen/build.h"
-#include "kiln/compiler.h"
+#include "kiln/codegen/export_library.h"
 #include "kiln/runtime/module_format.h"
 #include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/version.h"
@@ -39,7 +39,7 @@
 
 extern char** environ;
 
-namespace kiln {
+namespace kiln::codegen {
 namespace {
 
 std::string find_linker() {
@@ -145,11 +145,10 @@ void check_destination(const std::string& path) {
 // The data object: metadata, plan and weights as constant globals under the names of
 // module_format.h, the writable thread-pool slot, and the hidden kiln_parallel_for trampoline
 // that calls through it (so the kernels' calls bind inside the library).
-std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_t>& weights,
-                        const Target& target) {
+std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_t>& weights, const Target& target) {
   llvm::LLVMContext ctx;
   llvm::Module m("kiln_module_data", ctx);
-  std::unique_ptr<llvm::TargetMachine> tm = codegen::llvm_backend::create_target_machine(target, 2);
+  std::unique_ptr<llvm::TargetMachine> tm = llvm_backend::create_target_machine(target, 2);
   m.setTargetTriple(target.triple);
   m.setDataLayout(tm->createDataLayout());
   llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
@@ -201,20 +200,21 @@ std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_
   std::string err;
   llvm::raw_string_ostream es(err);
   KILN_CHECK(!llvm::verifyModule(m, &es)) << "export_library: invalid data module: " << es.str();
-  return codegen::llvm_backend::emit_machine_code(m, *tm, /*assembly=*/false);
+  return llvm_backend::emit_machine_code(m, *tm, /*assembly=*/false);
 }
 
 // The plan as it goes into the library: target resolved to a full spec (the loader checks its
 // features), this kiln's version, the weights' size and checksum.
-runtime::GraphPlan finished_plan(const CompiledModel& model, Target* target) {
-  runtime::GraphPlan plan = model.plan;
+runtime::GraphPlan finished_plan(const runtime::GraphPlan& model_plan, const std::vector<ir::PrimFunc>& kernels,
+                                 const std::vector<uint8_t>& weights, Target* target) {
+  runtime::GraphPlan plan = model_plan;
   *target = plan.target.empty() ? Target::host() : Target::parse(plan.target);
   plan.target = target->str();
   plan.kiln_version = KILN_VERSION_STRING;
-  int64_t size = static_cast<int64_t>(model.weights.size());
+  int64_t size = static_cast<int64_t>(weights.size());
   KILN_USER_CHECK(plan.weights_bytes == 0 || plan.weights_bytes == size)
       << "export_library: the plan expects " << plan.weights_bytes << " bytes of weights, the model has " << size;
-  uint64_t checksum = runtime::fnv1a64(model.weights.data(), model.weights.size());
+  uint64_t checksum = runtime::fnv1a64(weights.data(), weights.size());
   KILN_USER_CHECK(plan.weights_checksum == 0 || plan.weights_checksum == checksum)
       << "export_library: the model's weights do not match the checksum its plan records (stale plan?)";
   plan.weights_bytes = size;
@@ -223,7 +223,7 @@ runtime::GraphPlan finished_plan(const CompiledModel& model, Target* target) {
   KILN_USER_CHECK(problem.empty()) << "export_library: malformed plan: " << problem;
 
   std::set<std::string> compiled;
-  for (const ir::PrimFunc& f : model.kernels) {
+  for (const ir::PrimFunc& f : kernels) {
     KILN_USER_CHECK(f.name.rfind("kiln_", 0) != 0)
         << "export_library: kernel name '" << f.name << "' is reserved (kiln_* names belong to the runtime)";
     compiled.insert(f.name);
@@ -237,16 +237,17 @@ runtime::GraphPlan finished_plan(const CompiledModel& model, Target* target) {
 
 }  // namespace
 
-void export_library(const CompiledModel& model, const std::string& path) {
+void export_library(const runtime::GraphPlan& model_plan, const std::vector<ir::PrimFunc>& kernels,
+                    const std::vector<uint8_t>& weights, const std::string& path) {
   check_destination(path);
   Target target;
-  runtime::GraphPlan plan = finished_plan(model, &target);
+  runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, &target);
   std::string linker = find_linker();
 
   TempDir tmp;
   std::string kernels_o = tmp.file("kernels.o"), data_o = tmp.file("data.o"), log = tmp.file("link.log");
-  write_file(kernels_o, codegen::build(model.kernels, target).object_code());
-  write_file(data_o, data_object(plan, model.weights, target));
+  write_file(kernels_o, build(kernels, target).object_code());
+  write_file(data_o, data_object(plan, weights, target));
 
   // The linker writes next to `path` (same file system, so the rename is atomic and nothing
   // big is copied twice).
@@ -265,4 +266,4 @@ void export_library(const CompiledModel& model, const std::string& path) {
   }
 }
 
-}  // namespace kiln
+}  // namespace kiln::codegen

@@ -79,6 +79,18 @@ std::vector<ir::Buffer> bind_args(LowerContext& ctx, const Schedule& s, const st
   std::vector<std::pair<const StageNode*, int>> bound;
   for (const te::Tensor& t : args) {
     KILN_USER_CHECK(t.defined()) << "lower: undefined argument";
+    std::vector<ir::Expr> shape, zeros;
+    for (int64_t e : t.shape()) {
+      shape.push_back(i32(e));
+      zeros.push_back(i32(0));
+    }
+    ir::Buffer buf = ir::Buffer::make(t.name(), t.dtype(), shape, "global");
+    // An input the program never reads (an op that needed only its shape) is still a parameter:
+    // a graph plan fixes the kernel's signature.
+    if (t.op().as<te::PlaceholderOpNode>() && !s->stage_of_op.count(t.op().get())) {
+      params.push_back(buf);
+      continue;
+    }
     const Stage& st = g.stage_of(t);
     bool is_input = st->op.as<te::PlaceholderOpNode>() != nullptr;
     KILN_USER_CHECK(is_input || st->is_output)
@@ -87,12 +99,6 @@ std::vector<ir::Buffer> bind_args(LowerContext& ctx, const Schedule& s, const st
     KILN_USER_CHECK(std::find(bound.begin(), bound.end(), key) == bound.end())
         << "lower: argument '" << t.name() << "' is given twice";
     bound.push_back(key);
-    std::vector<ir::Expr> shape, zeros;
-    for (int64_t e : t.shape()) {
-      shape.push_back(i32(e));
-      zeros.push_back(i32(0));
-    }
-    ir::Buffer buf = ir::Buffer::make(t.name(), t.dtype(), shape, "global");
     auto& slots = ctx.storage[st.get()];
     slots.resize(st->op->num_outputs());
     slots[t.value_index()] = Storage{buf, zeros};

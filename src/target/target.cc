@@ -136,6 +136,17 @@ std::string Target::isa() const {
   return s;
 }
 
+std::string Target::isa_of(const std::string& spec) {
+  std::istringstream is(spec);
+  std::string tok, out;
+  while (is >> tok) {
+    std::string key = tok.substr(0, tok.find('='));
+    if (key == "-num-cores" || key == "-l1d" || key == "-l2" || key == "-l3") continue;
+    out += (out.empty() ? "" : " ") + tok;
+  }
+  return out;
+}
+
 std::string Target::summary() const {
   std::string arch = triple.substr(0, triple.find('-'));
   std::string fma = facts.fma ? fmt::format("FMA ({} cycles, {}/cycle)", facts.fma_latency, facts.fma_per_cycle)

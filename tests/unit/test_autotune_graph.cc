@@ -10,6 +10,7 @@
 #include <set>
 
 #include "kiln/autotune/apply_log.h"
+#include "kiln/codegen/driver.h"
 #include "kiln/autotune/graph_tasks.h"
 #include "kiln/autotune/plot.h"
 #include "kiln/autotune/tuner.h"
@@ -167,8 +168,14 @@ TEST_CASE("real measurement: a kernel computing something else is rejected as a 
   kiln::FusedProgram good = kiln::fuse_model(dense(true)), wrong = kiln::fuse_model(dense(false));
   REQUIRE(good.fused.groups.size() == 1);
   REQUIRE(wrong.fused.groups.size() == 1);
-  kiln::ir::PrimFunc fg = lower_group(good.fused.groups[0], "k", {}, &good.prepacked);
-  kiln::ir::PrimFunc fw = lower_group(wrong.fused.groups[0], "k", {}, &wrong.prepacked);
+  auto kernel_of = [](const kiln::FusedProgram& p) {
+    const kiln::relay::FusedGroup& g = p.fused.groups[0];
+    kiln::lower::Strategy st = kiln::lower::select_strategy(g, p.target, p.strategy_options);
+    kiln::lower::GroupProgram te_prog = kiln::lower::group_to_te(g, st, &p.prepacked);
+    Config cfg;
+    return kiln::codegen::lower_to_ir(kiln::lower::schedule_group(te_prog, g, st, p.target, cfg), te_prog.args(), "k");
+  };
+  kiln::ir::PrimFunc fg = kernel_of(good), fw = kernel_of(wrong);
   auto ref = KernelReference::make(kiln::codegen::build({fg}), fg, 1, 7);
   const TimerOptions timer = quick().timer;
 
@@ -186,7 +193,9 @@ TEST_CASE("real measurement: a kernel computing something else is rejected as a 
   CHECK(hung.error == "timed out after 0.3 s");
 
   // Through the tuner: a task whose build swaps in the other computation records only errors.
-  Task real = group_task(good.fused.groups[0], good.prepacked, quick());
+  Task real = group_task(good.fused.groups[0],
+                         kiln::lower::select_strategy(good.fused.groups[0], good.target, good.strategy_options),
+                         good.prepacked, quick());
   Task evil = real;
   evil.make = [real, fw, ref, timer](Config& cfg) {
     Program p = real.make(cfg);
@@ -296,31 +305,46 @@ TEST_CASE("compile --tuning-log applies the best record, or says why it used the
   TempFile log("apply");
   append_record(log.path, record(task.workload_key, host, 1e-3));
   CompileOptions opts;
-  opts.tuning_log = log.path;
+  LogSchedules applied(log.path, opts.target);
+  opts.schedules = &applied;
   kiln::CompiledModel tuned = kiln::compile(m, opts);
   CHECK(kiln::ir::to_string(tuned.kernels[0]) != default_ir);
   CHECK_THAT(tuned.notes.back(), Catch::Matchers::Contains("tuned schedules applied to 1 kernel (1 workload)"));
 
-  // A record of another workload and one for another target: default schedule, and both said.
+  // A record of another workload and one for another instruction set: default schedule, and
+  // both said, with why.
   TempFile other("fallback");
   append_record(other.path, record("conv:some other workload", host, 1e-3));
   append_record(other.path, record(task.workload_key, "llvm -mcpu=other", 1e-4));
-  opts.tuning_log = other.path;
+  LogSchedules fallback_log(other.path, opts.target);
+  opts.schedules = &fallback_log;
   kiln::CompiledModel fallback = kiln::compile(m, opts);
   CHECK(kiln::ir::to_string(fallback.kernels[0]) == default_ir);
   std::string notes;
   for (const std::string& n : fallback.notes) notes += n + "\n";
   CHECK_THAT(notes, Catch::Matchers::Contains("applied to 0 kernels (0 workloads); 1 tunable kernel without a record"));
   CHECK_THAT(notes, Catch::Matchers::Contains("no tuning record for " + task.workload_key + " (1 kernel): default schedule"));
-  CHECK_THAT(notes, Catch::Matchers::Contains("1 record for target 'llvm -mcpu=other' ignored"));
+  CHECK_THAT(notes, Catch::Matchers::Contains("1 record for target 'llvm -mcpu=other' skipped: another instruction set"));
+
+  // The same instruction set on a machine with other caches or cores: applied, and said.
+  kiln::Target elsewhere = opts.target;
+  elsewhere.facts.cores += 2;
+  TempFile moved("moved");
+  append_record(moved.path, record(task.workload_key, elsewhere.str(), 1e-3));
+  LogSchedules moved_log(moved.path, opts.target);
+  opts.schedules = &moved_log;
+  kiln::CompiledModel from_elsewhere = kiln::compile(m, opts);
+  CHECK(kiln::ir::to_string(from_elsewhere.kernels[0]) != default_ir);
+  notes.clear();
+  for (const std::string& n : from_elsewhere.notes) notes += n + "\n";
+  CHECK_THAT(notes, Catch::Matchers::Contains("same instruction set, other caches or cores"));
 
   // Logs that are missing or are not logs are errors naming the file.
-  opts.tuning_log = "/tmp/kiln_no_such_log.json";
-  CHECK_THROWS_WITH(kiln::compile(m, opts), "tuning log '/tmp/kiln_no_such_log.json' does not exist");
+  CHECK_THROWS_WITH(LogSchedules("/tmp/kiln_no_such_log.json", opts.target),
+                    "tuning log '/tmp/kiln_no_such_log.json' does not exist");
   TempFile junk("junk");
   std::ofstream(junk.path) << "hello\n";
-  opts.tuning_log = junk.path;
-  CHECK_THROWS_WITH(kiln::compile(m, opts), Catch::Matchers::Contains("is not a tuning log: line 1: not valid JSON"));
+  CHECK_THROWS_WITH(LogSchedules(junk.path, opts.target), Catch::Matchers::Contains("is not a tuning log: line 1: not valid JSON"));
 }
 
 TEST_CASE("tuning curves: one polyline per task in a standalone SVG", "[autotune]") {

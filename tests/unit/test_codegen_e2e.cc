@@ -225,10 +225,9 @@ TEST_CASE("the driver runs the IR passes: what reaches LLVM is flat vector IR", 
   Chain c(16, 16);
   auto s = schedule::create({c.D});
   s[c.D].vectorize(s[c.D].op_axis(1));
-  codegen::PipelineOptions o;
-  o.dump_ir_after = "all";
   std::ostringstream captured;
-  o.dump_to = &captured;
+  codegen::PipelineOptions o;
+  o.dump = kiln::StageDumper("all", &captured);
   auto m = codegen::build(s, c.args(), Target::host(), "chain", o);
   std::string lowered = ir::to_string(m.lowered_function("chain"));
   CHECK(test::contains(lowered, "ramp("));

@@ -13,10 +13,9 @@
 #include "kiln/codegen/build.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/evaluate.h"
-#include "kiln/relay/lower_graph.h"
+#include "kiln/lower/lower.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/runtime/version.h"
-#include "kiln/te/ops/register_b.h"
 #include "test_graph_util.h"
 
 using namespace kiln::graph_test;
@@ -136,7 +135,6 @@ void check_close(const Values& got, const Values& want) {
 }  // namespace
 
 TEST_CASE("compile: a small model runs kernel by kernel in plan order and matches the reference", "[graph][compile]") {
-  ScopedTestLowerings lowerings;
   Module m = small_model();
   std::ostringstream dump;
   CompileOptions opts;
@@ -184,9 +182,10 @@ TEST_CASE("compile: a small model runs kernel by kernel in plan order and matche
   // The conv weight is stored the way its kernel reads it: packed when the library prepacks it.
   const auto* conv = m.outputs()[0].as<CallNode>();
   while (conv->op_name() != "nn.conv2d") conv = conv->args[0].as<CallNode>();
-  auto prepack = te::ops::weight_prepack(*conv);
+  FusedModule fused = fuse_ops(kiln::relay::infer_types(m));
+  kiln::lower::Strategy st = kiln::lower::select_strategy(fused.groups.at(0), kiln::Target::host());
   const HostTensor& w = conv->args[1].as<ConstantNode>()->value;
-  CHECK(consts[0]->shape == (prepack ? prepack->pack(w).shape() : w.shape()));
+  CHECK(consts[0]->shape == (st.packing ? st.packing->pack(w).shape() : w.shape()));
   REQUIRE(consts[1]->shape == std::vector<int64_t>{4});
   std::vector<float> bias(4);
   std::memcpy(bias.data(), c.weights.data() + consts[1]->offset, 16);
@@ -203,7 +202,6 @@ TEST_CASE("compile: a small model runs kernel by kernel in plan order and matche
 }
 
 TEST_CASE("compile: tuple-typed kernels, scalar outputs and an output read by another kernel", "[graph][compile]") {
-  ScopedTestLowerings lowerings;
   relay::Expr x = var("x", {4, 6});
   relay::Expr sp = call("split", {call("exp", {x})}, Attrs().set_int("axis", 0).set_ints("sizes", {1, 3}));
   relay::Expr a = call("nn.relu", {make_tuple_get_item(sp, 0)});
@@ -220,7 +218,6 @@ TEST_CASE("compile: tuple-typed kernels, scalar outputs and an output read by an
 TEST_CASE("compile: a scalar constant can be a module output", "[graph][compile]") {
   // ONNX Size of a static shape folds to a rank-0 constant that is the graph's output: it goes
   // to the weights like any constant output (it was an internal error in the fused printer).
-  ScopedTestLowerings lowerings;
   relay::Expr x = var("x", {2, 3});
   relay::Expr size = relay::make_constant(HostTensor::from_int64s(DataType::i64(), {}, {6}));
   Module m = Module::make({x}, {call("nn.relu", {x}), size}, {"y", "size"});
@@ -237,8 +234,7 @@ TEST_CASE("compile: every op without a lowering is listed in one error; unknown 
                        Attrs().set_int("size", 3).set_float("alpha", 1e-4).set_float("beta", 0.75).set_float("bias", 1),
                        "LRN_7");
   Module m = Module::make({x}, {y}, {"y"});
-  kiln::te::ops::register_lowerings();  // what compile() does first: the op library's lowerings, once it has them
-  bool lrn_lowered = get_op("nn.lrn").has_lowering() || get_op("nn.softmax").has_lowering();
+  bool lrn_lowered = kiln::lower::find_op_lowering("nn.lrn") || kiln::lower::find_op_lowering("nn.softmax");
   if (!lrn_lowered) {
     CHECK_THROWS_WITH(kiln::compile(m), Catch::Matchers::Contains("no kernel lowering for 2 ops:\n  nn.lrn (node LRN_7)\n"
                                                                   "  nn.softmax (node Soft_0)"));
@@ -248,27 +244,4 @@ TEST_CASE("compile: every op without a lowering is listed in one error; unknown 
   opts.dump_ir_stage = "fuse";
   CHECK_THROWS_WITH(kiln::compile(m, opts), Catch::Matchers::Contains("unknown IR stage 'fuse' to dump; stages: "
                                                                       "infer_types, fold_constants"));
-}
-
-TEST_CASE("lower_group: an input the lowering ignores stays a parameter in its place", "[graph][compile]") {
-  relay::Expr a = var("a", {16}), b = var("b", {16});
-  Module m = Module::make({a, b}, {call("maximum", {a, b})}, {"y"});
-  std::any saved = get_op("maximum").lower;
-  // A lowering that only needs its second input.
-  set_op_lowering("maximum", te::ops::FLower([](const std::vector<te::Tensor>& in, const Attrs&, const Type&) {
-    return std::vector<te::Tensor>{te::compute({16}, [&](ir::Var i) { return in[1](i) + ir::make_const(in[1].dtype(), 1); })};
-  }));
-  FusedModule f = fuse_ops(m);
-  ir::PrimFunc k = lower_group(f.groups[0], "k");
-  set_op_lowering("maximum", saved);
-  REQUIRE(k.params.size() == 3);
-  CHECK(k.params[0]->name == "a");
-  CHECK(k.params[1]->name == "b");
-  kiln::codegen::Module mod = kiln::codegen::build({k});
-  NDArray x = NDArray::zeros({16}, kiln::runtime::dtype_f32()), y = NDArray::zeros({16}, kiln::runtime::dtype_f32());
-  NDArray z = NDArray::zeros({16}, kiln::runtime::dtype_f32());
-  for (int i = 0; i < 16; ++i) y.data<float>()[i] = static_cast<float>(i);
-  void* args[] = {x.raw_data(), y.raw_data(), z.raw_data()};
-  REQUIRE(mod.get_function("k")(args, 3) == 0);
-  for (int i = 0; i < 16; ++i) CHECK(z.data<float>()[i] == static_cast<float>(i + 1));
 }

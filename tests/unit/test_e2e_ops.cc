@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "kiln/ir/expr.h"
-#include "kiln/te/ops/nn.h"
+#include "test_te_fixtures.h"
 #include "kiln/te/reduce.h"
 #include "test_e2e_util.h"
 
@@ -17,7 +17,7 @@ const auto f32 = ir::DataType::f32();
 TEST_CASE("matmul: naive and blocked schedules match the reference", "[e2e]") {
   const int m = 37, n = 48, k = 29;  // sizes that no tile divides
   auto a = te::placeholder({m, k}, f32, "A"), b = te::placeholder({k, n}, f32, "B");
-  auto c = te::ops::matmul(a, b, "C");
+  auto c = test_ops::matmul(a, b, "C");
   auto av = ref::random_floats(m * k, 1), bv = ref::random_floats(k * n, 2);
   auto want = ref::matmul(av, bv, m, n, k);
   auto naive = schedule::create({c});
@@ -41,11 +41,11 @@ TEST_CASE("conv2d NCHW with padding, stride and dilation matches the reference",
     ref::Conv2dShape sh{2, 5, 11, 13, 6, 3, 3, stride, pad, dil, 1};
     auto x = te::placeholder({sh.n, sh.c, sh.h, sh.w}, f32, "x");
     auto w = te::placeholder({sh.oc, sh.c, sh.kh, sh.kw}, f32, "w");
-    te::ops::Conv2dAttrs attrs;
+    test_ops::Conv2dAttrs attrs;
     attrs.stride = {stride, stride};
     attrs.pad = {pad, pad, pad, pad};
     attrs.dilation = {dil, dil};
-    auto y = te::ops::conv2d_nchw(x, w, attrs);
+    auto y = test_ops::conv2d_nchw(x, w, attrs);
     auto xv = ref::random_floats(size_t(sh.n) * sh.c * sh.h * sh.w, 3);
     auto wv = ref::random_floats(size_t(sh.oc) * sh.c * sh.kh * sh.kw, 4);
     auto want = ref::conv2d_nchw(xv, wv, sh);
@@ -69,10 +69,10 @@ TEST_CASE("depthwise and grouped conv2d match the reference", "[e2e]") {
     ref::Conv2dShape sh{1, 8, 10, 10, 8, 3, 3, 1, 1, 1, groups};
     auto x = te::placeholder({sh.n, sh.c, sh.h, sh.w}, f32, "x");
     auto w = te::placeholder({sh.oc, sh.c / groups, sh.kh, sh.kw}, f32, "w");
-    te::ops::Conv2dAttrs attrs;
+    test_ops::Conv2dAttrs attrs;
     attrs.pad = {1, 1, 1, 1};
     attrs.groups = groups;
-    auto y = te::ops::conv2d_nchw(x, w, attrs);
+    auto y = test_ops::conv2d_nchw(x, w, attrs);
     auto xv = ref::random_floats(size_t(sh.c) * sh.h * sh.w, 5);
     auto wv = ref::random_floats(size_t(sh.oc) * (sh.c / groups) * 9, 6);
     auto want = ref::conv2d_nchw(xv, wv, sh);
@@ -92,11 +92,11 @@ TEST_CASE("max and average pooling match the reference", "[e2e]") {
   auto xv = ref::random_floats(size_t(n) * c * h * w, 7);
   for (bool is_max : {true, false}) {
     auto x = te::placeholder({n, c, h, w}, f32, "x");
-    te::ops::Pool2dAttrs attrs;
+    test_ops::Pool2dAttrs attrs;
     attrs.kernel = {3, 3};
     attrs.stride = {2, 2};
     attrs.pad = {1, 1, 1, 1};
-    auto y = is_max ? te::ops::max_pool2d_nchw(x, attrs) : te::ops::avg_pool2d_nchw(x, attrs);
+    auto y = is_max ? test_ops::max_pool2d_nchw(x, attrs) : test_ops::avg_pool2d_nchw(x, attrs);
     auto want = ref::pool2d_nchw(xv, n, c, h, w, 3, 2, 1, is_max);
     INFO((is_max ? "max" : "avg"));
     CHECK(e2e::close(e2e::run_f32(schedule::create({y}), {x, y}, {xv}), want));
@@ -116,7 +116,7 @@ TEST_CASE("max and average pooling match the reference", "[e2e]") {
 TEST_CASE("softmax matches the reference", "[e2e]") {
   const int rows = 7, cols = 33;
   auto x = te::placeholder({rows, cols}, f32, "x");
-  auto y = te::ops::softmax_last_axis(x);
+  auto y = test_ops::softmax_last_axis(x);
   auto xv = ref::random_floats(rows * cols, 8, -4.f, 4.f);
   auto want = ref::softmax_rows(xv, rows, cols);
   CHECK(e2e::close(e2e::run_f32(schedule::create({y}), {x, y}, {xv}), want));
@@ -157,7 +157,7 @@ TEST_CASE("reductions over each axis match the reference", "[e2e]") {
   auto xv = ref::random_floats(a0 * a1 * a2, 11);
   for (int axis = 0; axis < 3; ++axis) {
     auto x = te::placeholder({a0, a1, a2}, f32, "x");
-    auto y = te::ops::reduce_sum(x, axis);
+    auto y = test_ops::reduce_sum(x, axis);
     const int dims[3] = {a0, a1, a2};
     int out_dims[2], q = 0;
     for (int d = 0; d < 3; ++d) if (d != axis) out_dims[q++] = dims[d];

@@ -6,7 +6,7 @@
 
 #include "kiln/schedule/tensor_intrin.h"
 #include "kiln/support/error.h"
-#include "kiln/te/ops/nn.h"
+#include "test_te_fixtures.h"
 #include "kiln/te/reduce.h"
 #include "test_e2e_util.h"
 
@@ -23,7 +23,7 @@ struct Mm {
   te::Tensor a, b, c;
   schedule::Schedule s;
   Mm() : a(te::placeholder({M, K}, f32, "A")), b(te::placeholder({K, N}, f32, "B")) {
-    c = te::ops::matmul(a, b, "C");
+    c = test_ops::matmul(a, b, "C");
     s = schedule::create({c});
   }
   schedule::Stage st() const { return s[c]; }
@@ -150,9 +150,9 @@ TEST_CASE("primitive: compute_inline, compute_at and compute_root of a producer"
   for (int variant = 0; variant < 3; ++variant) {
     auto x = te::placeholder({1, 3, 9, 9}, f32, "x");
     auto w = te::placeholder({4, 3, 3, 3}, f32, "w");
-    te::ops::Conv2dAttrs attrs;
+    test_ops::Conv2dAttrs attrs;
     attrs.pad = {1, 1, 1, 1};
-    auto y = te::ops::conv2d_nchw(x, w, attrs);
+    auto y = test_ops::conv2d_nchw(x, w, attrs);
     auto s = schedule::create({y});
     auto pad = s[y.op().input_tensors()[0]];
     if (variant == 0) pad.compute_inline();

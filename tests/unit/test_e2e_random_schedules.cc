@@ -9,7 +9,7 @@
 #include <random>
 
 #include "kiln/support/error.h"
-#include "kiln/te/ops/nn.h"
+#include "test_te_fixtures.h"
 #include "test_e2e_util.h"
 
 using namespace kiln;
@@ -86,7 +86,7 @@ TEST_CASE("random schedules of matmul never change the numbers", "[e2e][random]"
   for (uint32_t seed = 1; seed <= seeds(24); ++seed) {
     Drawer d(seed);
     auto a = te::placeholder({m, k}, f32, "A"), b = te::placeholder({k, n}, f32, "B");
-    auto c = te::ops::matmul(a, b, "C");
+    auto c = test_ops::matmul(a, b, "C");
     auto s = schedule::create({c});
     schedule::Stage local;
     if (d.pick(2)) {
@@ -118,9 +118,9 @@ TEST_CASE("random schedules of conv2d never change the numbers", "[e2e][random]"
     Drawer d(seed + 100);
     auto x = te::placeholder({1, 3, 10, 9}, f32, "x");
     auto w = te::placeholder({5, 3, 3, 3}, f32, "w");
-    te::ops::Conv2dAttrs attrs;
+    test_ops::Conv2dAttrs attrs;
     attrs.pad = {1, 1, 1, 1};
-    auto y = te::ops::conv2d_nchw(x, w, attrs);
+    auto y = test_ops::conv2d_nchw(x, w, attrs);
     auto s = schedule::create({y});
     for (int i = 0, steps = 2 + d.pick(5); i < steps; ++i) d.step(s[y]);
     auto pad = s[y.op().input_tensors()[0]];

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "kiln/relay/frontend/onnx.h"
-#include "kiln/relay/lower_graph.h"
+#include "kiln/lower/lower.h"
 #include "kiln/support/error.h"
 #include "kiln/runtime/kiln_runtime.h"
 #include "test_export_util.h"
@@ -73,7 +73,7 @@ void check_model(const std::string& dir) {
     relay::NamedTensor in = relay::load_tensor_pb(data + "input_" + std::to_string(i) + ".pb");
     std::vector<uint8_t> bytes(in.value.data(), in.value.data() + in.value.nbytes());
     std::vector<int64_t> shape = in.value.shape();
-    DLTensor t = view(bytes.data(), relay::to_dlpack(in.value.dtype()), shape);
+    DLTensor t = view(bytes.data(), lower::to_dlpack(in.value.dtype()), shape);
     // Inputs by the name the reference file gives, or by position when it has none.
     kiln_status s = in.name.empty() ? kiln_module_set_input_index(m, i, &t) : kiln_module_set_input(m, in.name.c_str(), &t);
     INFO(kiln_last_error());

@@ -8,7 +8,7 @@
 
 #include "../../src/relay/analysis/post_dominator.h"
 #include "kiln/relay/frontend/onnx.h"
-#include "kiln/relay/lower_graph.h"
+#include "kiln/lower/lower.h"
 #include "kiln/relay/printer.h"
 #include "test_graph_util.h"
 
@@ -40,7 +40,7 @@ TEST_CASE("fuse_ops: conv + bias + residual add + relu is one kernel", "[graph][
   CHECK(f.groups[0].anchor.same_as(c));
   CHECK(f.groups[0].root.same_as(r));
   CHECK(f.groups[0].label() == "nn.conv2d+add+add+nn.relu");
-  CHECK(kernel_name(f.groups[0], 0) == "fused_nn_conv2d_add_add_nn_relu_0");
+  CHECK(kiln::lower::kernel_name(f.groups[0], 0) == "fused_nn_conv2d_add_add_nn_relu_0");
 }
 
 TEST_CASE("fuse_ops: a diamond of elementwise ops joins the anchor; an opaque branch blocks it", "[graph][fuse]") {
@@ -149,7 +149,7 @@ TEST_CASE("kernel_name: long groups keep their first ops and a unique index", "[
   FusedModule f = fuse_ops(Module::make({x}, {y}, {"y"}));
   REQUIRE(f.groups.size() == 1);
   CHECK(f.groups[0].calls.size() == 12);
-  CHECK(kernel_name(f.groups[0], 7) ==
+  CHECK(kiln::lower::kernel_name(f.groups[0], 7) ==
         "fused_nn_relu_nn_relu_nn_relu_nn_relu_nn_relu_nn_relu_nn_relu_nn_relu_etc_7");
 }
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "kiln/relay/evaluate.h"
-#include "kiln/relay/lower_graph.h"
+#include "kiln/lower/lower.h"
 #include "kiln/relay/printer.h"
 #include "kiln/relay/verify.h"
 #include "test_graph_util.h"
@@ -111,16 +111,9 @@ std::vector<double> run(const Module& m, const std::vector<double>& input) {
   return v.at(m.body.get()).to_doubles();
 }
 
-// The pass registers its two ops; their lowerings come with them, so that the registry never
-// holds an injective op without one (the op library's tests check that).
-struct LayoutOps {
-  LayoutOps() { register_layout_lowerings(); }
-};
-
 }  // namespace
 
 TEST_CASE("alter_layout: conv blocks exchange NCHW[x]c tensors with no transforms in between", "[graph][alter_layout]") {
-  LayoutOps ops;
   relay::Expr x = var("x", {1, 8, 6, 6});
   relay::Expr c1 = call("nn.conv2d", {x, cst({16, 8, 3, 3}, wave(16 * 72, 0.2, 0))}, conv_attrs());
   relay::Expr r1 = call("nn.relu", {call("add", {c1, cst({16, 1, 1}, wave(16, 1, 1))})});
@@ -161,7 +154,6 @@ TEST_CASE("alter_layout: conv blocks exchange NCHW[x]c tensors with no transform
 }
 
 TEST_CASE("alter_layout: block sizes differ per tensor; plain readers get one transform back", "[graph][alter_layout]") {
-  LayoutOps ops;
   relay::Expr x = var("x", {1, 3, 5, 5});
   relay::Expr c1 = call("nn.conv2d", {x, cst({12, 3, 3, 3}, wave(12 * 27, 0.2, 0))}, conv_attrs());
   relay::Expr r = call("nn.relu", {c1});
@@ -188,7 +180,6 @@ TEST_CASE("alter_layout: block sizes differ per tensor; plain readers get one tr
 }
 
 TEST_CASE("alter_layout: convs it cannot block are left alone", "[graph][alter_layout]") {
-  LayoutOps ops;
   relay::Expr x = var("x", {1, 4, 5, 5}), w2 = var("w2", {8, 4, 1, 1});
   relay::Expr dw = call("nn.conv2d", {x, cst({4, 1, 3, 3}, wave(36, 1, 0))}, conv_attrs().set_int("groups", 4));
   relay::Expr y = call("nn.conv2d", {dw, w2}, conv_attrs(0));  // a weight known only at run time
@@ -198,7 +189,6 @@ TEST_CASE("alter_layout: convs it cannot block are left alone", "[graph][alter_l
 }
 
 TEST_CASE("compile with alter_layout: blocked kernels run and match the NCHW reference", "[graph][alter_layout]") {
-  ScopedTestLowerings lowerings;
   relay::Expr x = var("x", {1, 8, 6, 6});
   relay::Expr c1 = call("nn.conv2d", {x, cst({16, 8, 3, 3}, wave(16 * 72, 0.2, 0))}, conv_attrs());
   relay::Expr r1 = call("nn.relu", {call("add", {c1, cst({16, 1, 1}, wave(16, 1, 1))})});

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <algorithm>
-#include <any>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -17,12 +16,10 @@
 
 #include "kiln/codegen/build.h"
 #include "kiln/compiler.h"
-#include "kiln/relay/lower_graph.h"
+#include "kiln/lower/lower.h"
 #include "kiln/relay/op.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
-#include "kiln/te/ops/lowering.h"
-#include "kiln/te/ops/nn.h"
 
 namespace kiln::graph_test {
 
@@ -118,154 +115,5 @@ inline std::map<std::string, HostTensor> run_plan(const CompiledModel& c,
   }
   return out;
 }
-
-namespace detail {
-using ir::Expr;  // te expressions; graph nodes are relay::Expr outside this namespace
-using ir::Var;
-inline std::vector<int64_t> te_shape(const Type& t) {
-  const Shape& s = t.as<TensorTypeNode>()->shape;
-  return s.empty() ? std::vector<int64_t>{1} : s;
-}
-// t read at the output index `idx` with numpy broadcasting (dims of 1 read index 0).
-inline Expr bcast(const te::Tensor& t, const std::vector<Var>& idx) {
-  std::vector<Expr> ix;
-  size_t off = idx.size() - t.shape().size();
-  for (size_t d = 0; d < t.shape().size(); ++d) ix.push_back(t.shape()[d] == 1 ? Expr(0) : Expr(idx[off + d]));
-  return t(ix);
-}
-using Binary = Expr (*)(Expr, Expr);
-inline te::ops::FLower binary(Binary f) {
-  return [f](const std::vector<te::Tensor>& in, const Attrs&, const Type& out) {
-    return std::vector<te::Tensor>{te::compute(te_shape(out), [&](const std::vector<Var>& i) {
-      return f(bcast(in[0], i), bcast(in[1], i));
-    }, "binary")};
-  };
-}
-using Unary = Expr (*)(Expr);
-inline te::ops::FLower unary(Unary f) {
-  return [f](const std::vector<te::Tensor>& in, const Attrs&, const Type& out) {
-    return std::vector<te::Tensor>{te::compute(te_shape(out), [&](const std::vector<Var>& i) {
-      return f(in[0](std::vector<Expr>(i.begin(), i.end())));
-    }, "unary")};
-  };
-}
-inline std::vector<te::Tensor> reshape(const std::vector<te::Tensor>& in, const Attrs&, const Type& out) {
-  const te::Tensor& x = in[0];
-  std::vector<int64_t> os = te_shape(out);
-  return {te::compute(os, [&](const std::vector<Var>& i) {
-    Expr flat = 0;
-    for (size_t d = 0; d < os.size(); ++d) flat = flat * static_cast<int>(os[d]) + i[d];
-    std::vector<Expr> src(x.ndim());
-    for (int d = x.ndim() - 1; d >= 0; --d) {
-      src[d] = flat % static_cast<int>(x.shape()[d]);
-      flat = flat / static_cast<int>(x.shape()[d]);
-    }
-    return x(src);
-  }, "reshape")};
-}
-inline std::vector<te::Tensor> transpose(const std::vector<te::Tensor>& in, const Attrs& a, const Type& out) {
-  const auto& axes = a.get_ints("axes");
-  return {te::compute(te_shape(out), [&](const std::vector<Var>& i) {
-    std::vector<Expr> src(axes.size());
-    for (size_t d = 0; d < axes.size(); ++d) src[axes[d]] = i[d];
-    return in[0](src);
-  }, "transpose")};
-}
-inline std::vector<te::Tensor> sum(const std::vector<te::Tensor>& in, const Attrs& a, const Type& out) {
-  const te::Tensor& x = in[0];
-  const auto& axes = a.get_ints("axes");
-  bool keep = a.get_int("keepdims") != 0;
-  std::vector<te::IterVar> rs;
-  for (int64_t ax : axes) rs.push_back(te::reduce_axis(x.shape()[ax], "r" + std::to_string(ax)));
-  return {te::compute(te_shape(out), [&](const std::vector<Var>& i) {
-    std::vector<Expr> src;
-    size_t o = 0, r = 0;
-    for (int d = 0; d < x.ndim(); ++d) {
-      bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
-      if (reduced) {
-        src.push_back(rs[r++]);
-        if (keep) ++o;
-      } else {
-        src.push_back(i[o++]);
-      }
-    }
-    return te::sum(x(src), std::vector<ir::IterVar>(rs.begin(), rs.end()));
-  }, "sum")};
-}
-inline std::vector<te::Tensor> conv2d(const std::vector<te::Tensor>& in, const Attrs& a, const Type&) {
-  te::ops::Conv2dAttrs c;
-  const auto &s = a.get_ints("strides"), &p = a.get_ints("padding"), &d = a.get_ints("dilation");
-  c.stride = {s[0], s[1]};
-  c.pad = {p[0], p[1], p[2], p[3]};
-  c.dilation = {d[0], d[1]};
-  c.groups = a.get_int("groups");
-  return {te::ops::conv2d_nchw(in[0], in[1], c)};
-}
-inline std::vector<te::Tensor> softmax(const std::vector<te::Tensor>& in, const Attrs& a, const Type&) {
-  KILN_USER_CHECK(a.get_int("axis") == in[0].ndim() - 1) << "test softmax: last axis only";
-  return {te::ops::softmax_last_axis(in[0])};
-}
-inline std::vector<te::Tensor> split(const std::vector<te::Tensor>& in, const Attrs& a, const Type&) {
-  const te::Tensor& x = in[0];
-  int64_t axis = a.get_int("axis"), begin = 0;
-  std::vector<te::Tensor> outs;
-  for (int64_t size : a.get_ints("sizes")) {
-    std::vector<int64_t> shape = x.shape();
-    shape[axis] = size;
-    outs.push_back(te::compute(shape, [&](const std::vector<Var>& i) {
-      std::vector<Expr> src(i.begin(), i.end());
-      src[axis] = src[axis] + static_cast<int>(begin);
-      return x(src);
-    }, "split"));
-    begin += size;
-  }
-  return outs;
-}
-inline std::vector<te::Tensor> bias_add(const std::vector<te::Tensor>& in, const Attrs& a, const Type& out) {
-  int64_t axis = a.get_int("axis");
-  return {te::compute(te_shape(out), [&](const std::vector<Var>& i) {
-    return in[0](std::vector<Expr>(i.begin(), i.end())) + in[1](i[axis]);
-  }, "bias_add")};
-}
-inline Expr relu_f(Expr x) { return ir::max(x, ir::make_const(x.dtype(), 0)); }
-inline Expr exp_f(Expr x) { return ir::make_intrinsic("exp", {x}); }
-inline Expr add_f(Expr a, Expr b) { return a + b; }
-inline Expr mul_f(Expr a, Expr b) { return a * b; }
-}  // namespace detail
-
-class ScopedTestLowerings {
- public:
-  ScopedTestLowerings() {
-    // Register the real library first: compile() calls register_lowerings() (once per process),
-    // which would otherwise overwrite these inside the scope, and the destructor would then put
-    // back empty slots that nothing refills.
-    te::ops::register_lowerings();
-    register_layout_lowerings();
-    set("add", detail::binary(detail::add_f));
-    set("multiply", detail::binary(detail::mul_f));
-    set("nn.relu", detail::unary(detail::relu_f));
-    set("exp", detail::unary(detail::exp_f));
-    set("reshape", detail::reshape);
-    set("transpose", detail::transpose);
-    set("sum", detail::sum);
-    set("nn.conv2d", detail::conv2d);
-    set("nn.bias_add", detail::bias_add);
-    set("nn.softmax", detail::softmax);
-    set("split", detail::split);
-  }
-  ~ScopedTestLowerings() {
-    for (const std::string& name : installed_) set_op_lowering(name, std::any());
-  }
-  ScopedTestLowerings(const ScopedTestLowerings&) = delete;
-  ScopedTestLowerings& operator=(const ScopedTestLowerings&) = delete;
-
- private:
-  void set(const std::string& name, te::ops::FLower f) {
-    if (get_op(name).has_lowering()) return;
-    installed_.push_back(name);
-    set_op_lowering(name, std::move(f));
-  }
-  std::vector<std::string> installed_;
-};
 
 }  // namespace kiln::graph_test

@@ -1,5 +1,5 @@
 // ONNX backend node-test cases of the part-A ops, run directly: import the model with
-// relay::from_onnx, lower every call with its FLower (the whole small graph as one group, under
+// relay::from_onnx, lower every call with its op-table lowering (the whole small graph as one group, under
 // the default template), compile, run on input_N.pb and compare with output_N.pb at rtol 1e-3,
 // atol 1e-4 (integers and bools exactly). A case runs only when every op of its graph is one
 // part A lowers. At this writing: 758 pass, 1 known failure (below), 26 cases with empty
@@ -62,7 +62,7 @@ Result run_case(const std::string& dir) {
   } catch (const std::exception& e) {
     return {Outcome::NotMine, e.what()};  // unsupported data or op: not a case of part A
   }
-  std::vector<std::string> mine = te::ops::lowered_ops_a();
+  std::vector<std::string> mine = part_a_ops();
   std::vector<relay::Expr> nodes = relay::post_order(m.outputs());
   bool any_call = false;
   for (const relay::Expr& e : nodes) {
@@ -78,18 +78,18 @@ Result run_case(const std::string& dir) {
     std::vector<HostTensor> values;
     for (const relay::Expr& e : nodes) {
       if (const auto* v = e.as<relay::VarNode>()) {
-        ins.push_back(te::placeholder(te::ops::te_shape(e.type()), e.tensor_type().dtype, v->name));
+        ins.push_back(te::placeholder(lower::te_shape(e.type()), e.tensor_type().dtype, v->name));
         KILN_USER_CHECK(inputs.count(v->name)) << "no data for input " << v->name;
         values.push_back(inputs.at(v->name));
         te_of[e.get()] = {ins.back()};
       } else if (const auto* k = e.as<relay::ConstantNode>()) {
-        ins.push_back(te::placeholder(te::ops::te_shape(e.type()), k->value.dtype(), "const"));
+        ins.push_back(te::placeholder(lower::te_shape(e.type()), k->value.dtype(), "const"));
         values.push_back(k->value);
         te_of[e.get()] = {ins.back()};
       } else if (const auto* c = e.as<relay::CallNode>()) {
         std::vector<te::Tensor> args;
         for (const relay::Expr& a : c->args) args.push_back(te_of.at(a.get())[0]);
-        te_of[e.get()] = std::any_cast<te::ops::FLower>(c->op->lower)(args, c->attrs, c->type);
+        te_of[e.get()] = (*lower::find_op_lowering(c->op_name()))(args, c->attrs, c->type);
       } else if (const auto* g = e.as<relay::TupleGetItemNode>()) {
         te_of[e.get()] = {te_of.at(g->tuple.get())[g->index]};
       } else {
@@ -130,8 +130,6 @@ struct Tally {
 };
 
 Tally run_cases(const std::vector<std::string>& names) {
-  te::ops::register_lowerings();
-  te::ops::register_lowerings_a();  // refills a slot another test emptied
   Tally t;
   for (const std::string& n : names) {
     Result r = run_case(node_dir() + "/" + n);

@@ -16,6 +16,8 @@ using relay::Attrs;
 
 namespace {
 const DataType f32 = DataType::f32();
+// The loop structures asserted below are an AVX-512 target's (64-byte vectors), whatever the host.
+const Target kAvx512 = Target::parse("llvm -mcpu=x86-64-v4");
 
 std::string final_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args) {
   return ir::to_string(codegen::lower_to_ir(s, args, "k"));
@@ -36,7 +38,7 @@ TEST_CASE("injective_cpu: inlines producers, vectorizes the inner axis, parallel
   auto y = add_exp(a, b);
   auto s = schedule::create({y});
   schedule::Config cfg;
-  schedule::injective_cpu(s, y, cfg);
+  schedule::injective_cpu(s, {y}, kAvx512, cfg);
   std::string ir = final_ir(s, {a, b, y});
   INFO(ir);
   CHECK(contains(ir, "parallel for"));
@@ -44,6 +46,12 @@ TEST_CASE("injective_cpu: inlines producers, vectorizes the inner axis, parallel
   CHECK(contains(ir, ", 16)]"));   // 64-byte vectors of float32
   CHECK_FALSE(contains(ir, "add["));  // the producer is inlined: no buffer of its own
   CHECK(cfg.str() == "parallel_min=8192 vector_bytes=64");
+  // On an AVX2 target: 32-byte vectors, 8 lanes.
+  auto sv3 = schedule::create({y});
+  schedule::Config cfg3;
+  schedule::injective_cpu(sv3, {y}, Target::parse("llvm -mcpu=x86-64-v3"), cfg3);
+  CHECK(contains(final_ir(sv3, {a, b, y}), ", 8)]"));
+  CHECK(cfg3.str() == "parallel_min=8192 vector_bytes=32");
 
   HostTensor av = random_tensor(f32, {64, 512}, 1), bv = random_tensor(f32, {512}, 2);
   auto want = build_and_run({a, b}, {y}, {av, bv}, {relay::tensor_type(f32, {64, 512})}, Sched::Naive)[0];
@@ -56,7 +64,7 @@ TEST_CASE("injective_cpu: small outputs stay serial, odd inner extents stay scal
   auto y = add_exp(a, b);
   auto s = schedule::create({y});
   schedule::Config cfg;
-  schedule::injective_cpu(s, y, cfg);
+  schedule::injective_cpu(s, {y}, kAvx512, cfg);
   std::string ir = final_ir(s, {a, b, y});
   CHECK_FALSE(contains(ir, "parallel"));
   CHECK(contains(ir, ", 8)]"));  // the whole inner axis of 8 is one vector
@@ -64,28 +72,28 @@ TEST_CASE("injective_cpu: small outputs stay serial, odd inner extents stay scal
   auto c = te::placeholder({5, 7}, f32, "c");
   auto z = te::ops::transpose(c, {1, 0});
   auto s2 = schedule::create({z});
-  schedule::injective_cpu(s2, z, cfg);
+  schedule::injective_cpu(s2, {z}, kAvx512, cfg);
   CHECK_FALSE(contains(final_ir(s2, {c, z}), "ramp("));
 
   // Trailing dims of 1 do not stop the vectorization of the axis before them.
   auto u = te::placeholder({64, 32, 1, 1}, f32, "u");
   auto w = te::ops::elementwise({u}, u.shape(), [](const std::vector<ir::Expr>& v) { return v[0] * v[0]; }, "sq");
   auto s5 = schedule::create({w});
-  schedule::injective_cpu(s5, w, cfg);
+  schedule::injective_cpu(s5, {w}, kAvx512, cfg);
   CHECK(contains(final_ir(s5, {u, w}), "u[ramp("));
 
-  // vector_bytes=16 (candidate 0): 4 float32 lanes; parallel_min=0: always parallel.
+  // vector_bytes=32 (candidate 0: half a register): 8 float32 lanes; parallel_min=0: always parallel.
   auto s3 = schedule::create({y});
   auto chosen = schedule::Config::with_choices({{"vector_bytes", 0}, {"parallel_min", 0}});
-  schedule::injective_cpu(s3, y, chosen);
+  schedule::injective_cpu(s3, {y}, kAvx512, chosen);
   std::string ir3 = final_ir(s3, {a, b, y});
-  CHECK(contains(ir3, ", 4)]"));
+  CHECK(contains(ir3, ", 8)]"));
   CHECK(contains(ir3, "parallel for"));
 
   schedule::ConfigSpace space;
   schedule::Config rec(&space);
   auto s4 = schedule::create({y});
-  schedule::injective_cpu(s4, y, rec);
+  schedule::injective_cpu(s4, {y}, kAvx512, rec);
   CHECK(space.size() == 18);
 }
 
@@ -95,7 +103,7 @@ TEST_CASE("reduction_cpu: a reduction over an outer axis vectorizes the kept inn
   auto y = te::ops::reduce(sq, te::ops::ReduceKind::Mean, {1}, false, "mean");
   auto s = schedule::create({y});
   schedule::Config cfg;
-  schedule::reduction_cpu(s, y, cfg);
+  schedule::reduction_cpu(s, {y}, kAvx512, cfg);
   std::string ir = final_ir(s, {x, y});
   INFO(ir);
   CHECK(contains(ir, "parallel for"));
@@ -115,7 +123,7 @@ TEST_CASE("reduction_cpu: a reduction over the inner axis runs parallel over the
   auto y = te::ops::reduce(x, te::ops::ReduceKind::Max, {1}, true, "max");
   auto s = schedule::create({y});
   schedule::Config cfg;
-  schedule::reduction_cpu(s, y, cfg);
+  schedule::reduction_cpu(s, {y}, kAvx512, cfg);
   std::string ir = final_ir(s, {x, y});
   INFO(ir);
   CHECK(contains(ir, "parallel for"));
@@ -123,7 +131,7 @@ TEST_CASE("reduction_cpu: a reduction over the inner axis runs parallel over the
 
   auto arg = te::ops::arg_reduce(x, 0, false, false, false, "argmax");
   auto s2 = schedule::create({arg});
-  schedule::reduction_cpu(s2, arg, cfg);
+  schedule::reduction_cpu(s2, {arg}, kAvx512, cfg);
   HostTensor xv = random_tensor(f32, {256, 300}, 4);
   std::vector<relay::Type> types{relay::tensor_type(DataType::i64(), {300})};
   auto want = build_and_run({x}, {arg}, {xv}, types, Sched::Naive)[0];
@@ -131,7 +139,7 @@ TEST_CASE("reduction_cpu: a reduction over the inner axis runs parallel over the
   CHECK(mismatch(got, want, 0, 0) == "");
 
   auto s3 = schedule::create({arg});
-  CHECK_THROWS_WITH(schedule::injective_cpu(s3, arg, cfg), Catch::Contains("reduction_cpu"));
+  CHECK_THROWS_WITH(schedule::injective_cpu(s3, {arg}, kAvx512, cfg), Catch::Contains("reduction_cpu"));
 }
 
 TEST_CASE("templates: odd inner extents stay plain inner loops under a parallel outer loop", "[ops_a]") {
@@ -140,7 +148,7 @@ TEST_CASE("templates: odd inner extents stay plain inner loops under a parallel 
   auto y = te::ops::concatenate({a, b}, 1);
   auto s = schedule::create({y});
   schedule::Config cfg;
-  schedule::injective_cpu(s, y, cfg);
+  schedule::injective_cpu(s, {y}, kAvx512, cfg);
   std::string ir = final_ir(s, {a, b, y});
   INFO(ir);
   CHECK(contains(ir, "parallel for (i0.i1.i2.fused.fused, 0, 7040)"));  // the channel test is per row
@@ -154,7 +162,7 @@ TEST_CASE("templates: odd inner extents stay plain inner loops under a parallel 
   auto x = te::placeholder({16, 64, 55}, f32, "x");
   auto r = te::ops::reduce(x, te::ops::ReduceKind::Sum, {1}, false, "sum");
   auto s2 = schedule::create({r});
-  schedule::reduction_cpu(s2, r, cfg);
+  schedule::reduction_cpu(s2, {r}, kAvx512, cfg);
   std::string ir2 = final_ir(s2, {x, r});
   INFO(ir2);
   CHECK(contains(ir2, "parallel for (i0, 0, 16)"));

@@ -1,4 +1,5 @@
-// Helpers of the op library (part A) tests: lower relay calls through their registered FLower,
+// Helpers of the op table tests (elementwise, injective, reductions): lower relay calls through
+// their lowering (lower/op_lowering.h),
 // schedule them (naive or with the default templates), compile through the whole pipeline, run
 // on HostTensors of any dtype, and compare with references.
 #pragma once
@@ -19,8 +20,7 @@
 #include "kiln/runtime/ndarray.h"
 #include "kiln/schedule/templates/injective_cpu.h"
 #include "kiln/schedule/templates/reduction_cpu.h"
-#include "kiln/te/ops/lowering.h"
-#include "kiln/te/ops/register_a.h"
+#include "kiln/lower/op_lowering.h"
 
 namespace kiln::opsa {
 
@@ -67,8 +67,8 @@ inline void apply_default(schedule::Schedule& s, const std::vector<te::Tensor>& 
     const auto* c = st->op.as<te::ComputeOpNode>();
     has_reduction = has_reduction || (c && c->is_reduction());
   }
-  if (has_reduction) schedule::reduction_cpu(s, outs, cfg);
-  else schedule::injective_cpu(s, outs, cfg);
+  if (has_reduction) schedule::reduction_cpu(s, outs, Target::host(), cfg);
+  else schedule::injective_cpu(s, outs, Target::host(), cfg);
 }
 
 // Compiles `outs` (computed from placeholders `ins`) and runs it on `values` (one per input).
@@ -100,11 +100,18 @@ inline std::vector<HostTensor> build_and_run(const std::vector<te::Tensor>& ins,
   return result;
 }
 
-inline te::ops::FLower lowering_of(const std::string& op) {
-  te::ops::register_lowerings();
-  te::ops::register_lowerings_a();  // refills a slot another test emptied (test_relay_ops does)
-  const relay::OpDef& def = relay::get_op(op);
-  return std::any_cast<te::ops::FLower>(def.lower);
+inline lower::OpLowering lowering_of(const std::string& op) {
+  const lower::OpLowering* f = lower::find_op_lowering(op);
+  if (!f) throw Error("no lowering of op '" + op + "'");
+  return *f;
+}
+
+// The ops these tests cover: lowered elementwise, broadcast, injective and reduction ops, sorted.
+inline std::vector<std::string> part_a_ops() {
+  std::vector<std::string> out;
+  for (const std::string& name : lower::lowered_ops())
+    if (relay::get_op(name).pattern <= relay::OpPattern::CommReduce) out.push_back(name);
+  return out;
 }
 
 inline std::vector<relay::Type> fields_of(const relay::Type& t) {
@@ -124,7 +131,7 @@ inline CallResult run_call(const std::string& op, const std::vector<HostTensor>&
   std::vector<te::Tensor> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
     vars.push_back(relay::make_var("in" + std::to_string(i), inputs[i].type()));
-    ins.push_back(te::placeholder(te::ops::te_shape(inputs[i].type()), inputs[i].dtype(), "in" + std::to_string(i)));
+    ins.push_back(te::placeholder(lower::te_shape(inputs[i].type()), inputs[i].dtype(), "in" + std::to_string(i)));
   }
   relay::Expr call = relay::make_call(op, vars, attrs);
   std::vector<te::Tensor> outs = lowering_of(op)(ins, attrs, call.type());

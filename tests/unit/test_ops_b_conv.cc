@@ -1,11 +1,12 @@
 // nn.conv1d/2d (groups, depthwise, dilation, asymmetric pads), conv transposes, and the conv
-// template with a fused elementwise tail: each lowered through its FLower, compiled naive and
+// template with a fused elementwise tail: each lowered by the host's strategy, compiled naive and
 // with the CPU template, and compared with a double-precision plain-loop reference.
 // Tolerances: rtol 1e-4, atol 1e-5 (float32 accumulation over at most a few hundred terms).
 #include <catch2/catch.hpp>
 
 #include "kiln/te/ops/nn_conv.h"
 #include "test_ops_b_ref.h"
+#include "kiln/schedule/templates/conv2d_cpu.h"
 #include "test_ops_b_util.h"
 
 using namespace kiln;
@@ -109,7 +110,7 @@ TEST_CASE("conv template with a fused bias + residual add + relu tail matches th
       return ir::max(added(n, c, h, w), ir::make_zero(f32));
     }, "relu");
     schedule::Config cfg;
-    schedule::Schedule s = schedule::schedule_anchor_cpu({out}, conv, cfg);
+    schedule::Schedule s = lowered.strategy.schedule({out}, conv, lowered.target, cfg);
     HostTensor x = random_tensor(f32, xs, 1), w = random_tensor(f32, ws, 2), b = random_tensor(f32, {oc}, 3),
                r = random_tensor(f32, conv.shape(), 4);
     opsb_test::Lowered l = lowered;
@@ -126,10 +127,10 @@ TEST_CASE("conv template with a fused bias + residual add + relu tail matches th
     // Every knob setting of the template computes the same thing.
     schedule::ConfigSpace space;
     schedule::Config rec(&space);
-    schedule::schedule_anchor_cpu({out}, conv, rec);
+    lowered.strategy.schedule({out}, conv, lowered.target, rec);
     for (uint64_t p = 0; p < space.size(); ++p) {
       schedule::Config pick = schedule::Config::from_index(space, p);
-      schedule::Schedule sp = schedule::schedule_anchor_cpu({out}, conv, pick);
+      schedule::Schedule sp = lowered.strategy.schedule({out}, conv, lowered.target, pick);
       INFO("config " << pick.str());
       CHECK(opsb_test::compare(opsb_test::run(sp, l, {x, w, b, r})[0], want.to(f32), kRtol, kAtol) == "");
       if (p >= 7) break;  // a handful of points is enough: the space is large
@@ -141,10 +142,12 @@ TEST_CASE("conv lowerings name what they do not support", "[ops_b]") {
   auto x = te::placeholder({1, 4, 8, 8}, ir::DataType::f32(), "x");
   auto w = te::placeholder({8, 3, 3, 3}, ir::DataType::f32(), "w");
   te::ops::ConvNdAttrs a{{1, 1}, {0, 0, 0, 0}, {1, 1}, 1, {}};
-  CHECK_THROWS_WITH(te::ops::conv_nd(x, w, a, 0, "myconv"), Catch::Contains("myconv") && Catch::Contains("groups"));
+  CHECK_THROWS_WITH(te::ops::conv_nd(x, w, a, {8, 8}, "myconv"), Catch::Contains("myconv") && Catch::Contains("groups"));
   a.padding = {-1, 0, 0, 0};
   auto w2 = te::placeholder({8, 4, 3, 3}, ir::DataType::f32(), "w2");
-  CHECK_THROWS_WITH(te::ops::conv_nd(x, w2, a, 0, "myconv"), Catch::Contains("negative padding"));
+  CHECK_THROWS_WITH(te::ops::conv_nd(x, w2, a, {8, 8}, "myconv"), Catch::Contains("negative padding"));
+  a.padding = {0, 0, 0, 0};
+  CHECK_THROWS_WITH(te::ops::conv_nd(x, w2, a, {0, 8}, "myconv"), Catch::Contains("block and row multiple must be positive"));
 }
 
 TEST_CASE("conv2d_nchwc (blocked layout) matches the NCHW reference, alone and with a tail", "[ops_b]") {
@@ -175,15 +178,14 @@ TEST_CASE("conv2d_nchwc (blocked layout) matches the NCHW reference, alone and w
     l.inputs = {xp, wp};
     l.outputs = {tail ? relu : y};
     schedule::Config cfg;
-    auto s = schedule::schedule_anchor_cpu(l.outputs, y, cfg);
+    auto s = schedule::schedule_anchor_cpu(l.outputs, y, schedule::schedule_conv_nchwc_cpu, Target::host(), cfg);
     auto got = opsb_test::run(s, l, {xb.to(f32), wb.to(f32)});
     INFO("tail " << tail);
     CHECK(opsb_test::compare(got[0], (tail ? wantr : wantb).to(f32), kRtol, kAtol) == "");
   }
 }
 
-TEST_CASE("weight_prepack: conv and dense lowered on weights packed at compile time", "[ops_b]") {
-  te::ops::register_lowerings_b();
+TEST_CASE("strategies' packed weights: conv and dense lowered on weights packed at compile time", "[ops_b]") {
   struct C {
     std::string op;
     relay::Shape x, w;
@@ -195,35 +197,26 @@ TEST_CASE("weight_prepack: conv and dense lowered on weights packed at compile t
                           {"nn.dense", {3, 10}, {37, 10}, Attrs()}};
   for (size_t i = 0; i < cases.size(); ++i) {
     const C& c = cases[i];
-    HostTensor x = random_tensor(f32, c.x, 80 + i), w = random_tensor(f32, c.w, 90 + i);
-    relay::Expr call = relay::make_call(c.op, {relay::make_var("x", x.type()), relay::make_constant(w)}, c.attrs);
-    const auto* cn = call.as<relay::CallNode>();
-    auto p = te::ops::weight_prepack(*cn);
-    REQUIRE(p.has_value());
-    REQUIRE(p->input == 1);
-    HostTensor packed = p->pack(w);
-    opsb_test::Lowered l;
-    l.call = call;
-    l.inputs = {te::placeholder(c.x, f32, "x"), te::placeholder(packed.shape(), f32, "wp")};
-    l.outputs = p->lower(l.inputs, cn->attrs, cn->type);
+    HostTensor x = random_tensor(f32, c.x, 80 + i), w = random_tensor(f32, c.w, 90 + i), packed;
+    opsb_test::Lowered l = opsb_test::lower_packed(c.op, x.type(), w, c.attrs, &packed);
+    REQUIRE(l.strategy.packing->arg == 1);
     HostTensor want = c.op == "nn.dense" ? opsb_ref::dense(x, w)
                                          : opsb_ref::conv(x, w, c.attrs.get_ints("strides"), c.attrs.get_ints("padding"),
                                                           c.attrs.get_ints("dilation"), c.attrs.get_int("groups"));
     schedule::Config cfg;
     INFO("case " << i);
-    CHECK(opsb_test::compare(opsb_test::run(schedule::schedule_anchor_cpu(l.outputs, l.outputs[0], cfg), l, {x, packed})[0],
+    CHECK(opsb_test::compare(opsb_test::run(l.template_schedule(cfg), l, {x, packed})[0],
                              want, kRtol, kAtol) == "");
     CHECK(opsb_test::compare(opsb_test::run(schedule::create(l.outputs), l, {x, packed})[0], want, kRtol, kAtol) == "");
   }
   // Depthwise convolutions read their weight as is.
-  relay::Expr dw = relay::make_call("nn.conv2d", {relay::make_var("x", relay::tensor_type(f32, {1, 4, 5, 5})),
-                                                  relay::make_var("w", relay::tensor_type(f32, {4, 1, 3, 3}))},
-                                    conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 4));
-  CHECK_FALSE(te::ops::weight_prepack(*dw.as<relay::CallNode>()).has_value());
+  opsb_test::Lowered dw = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, {1, 4, 5, 5}), relay::tensor_type(f32, {4, 1, 3, 3})},
+                                                conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 4));
+  CHECK(dw.strategy.template_name == "depthwise");
+  CHECK_FALSE(dw.strategy.packing.has_value());
 }
 
 TEST_CASE("nn.conv2d_NCHWc and layout_transform (relay::alter_layout's ops) lower and compute", "[ops_b]") {
-  te::ops::register_lowerings_b();
   const int64_t c = 6, oc = 32, ci = 3, co = 16;
   HostTensor x = random_tensor(f32, {1, c, 8, 10}, 100), wt = random_tensor(f32, {oc, c, 3, 3}, 101);
   HostTensor want = opsb_ref::conv(x, wt, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);

@@ -34,7 +34,7 @@ TEST_CASE("nn.dense with a fused bias + gelu-like tail", "[ops_b]") {
     return v * ir::make_intrinsic("sigmoid", {v * ir::make_float(f32, 1.702)});
   }, "tail");
   schedule::Config cfg;
-  auto s = schedule::schedule_anchor_cpu({out}, d, cfg);
+  auto s = l.strategy.schedule({out}, d, l.target, cfg);
   HostTensor x = random_tensor(f32, {8, 40}, 3), w = random_tensor(f32, {48, 40}, 4), b = random_tensor(f32, {48}, 5);
   opsb_test::Lowered run = l;
   run.inputs.push_back(bias);

@@ -1,5 +1,5 @@
 // The ONNX backend node tests of the nn ops (../shared/onnx/node), run directly: each model is
-// imported; its calls of nn ops are lowered through their FLowers, scheduled with the CPU anchor
+// imported; its calls of nn ops are lowered by the host's strategy, scheduled with the CPU anchor
 // templates, compiled and run; other calls (the Gemm's transposes and scalings, the casts around
 // a test) are evaluated by relay::evaluate_call, the plain reference. Outputs are compared with
 // output_N.pb at rtol 1e-3, atol 1e-4 (the suite's tolerances). Cases that need an op neither
@@ -49,7 +49,7 @@ std::vector<std::string> cases_matching(const std::string& root, const std::rege
   return names;
 }
 
-// The ops register_lowerings_b fills: these run as compiled kernels.
+// The nn ops (lower/ops_nn.cc): these run as compiled kernels.
 bool is_nn_op(const std::string& op) {
   static const std::set<std::string> mine = [] {
     std::set<std::string> s = {"nn.global_avg_pool", "nn.global_max_pool", "nn.dense", "nn.matmul", "einsum",
@@ -65,23 +65,13 @@ bool is_nn_op(const std::string& op) {
   return mine.count(op) != 0;
 }
 
-// Compiles and runs one call of an nn op with the CPU templates.
+// Compiles and runs one call of an nn op with the host's strategy and CPU templates.
 std::vector<HostTensor> run_kernel(const relay::CallNode& call, const std::vector<HostTensor>& args) {
   std::vector<relay::Type> types;
   for (const auto& a : args) types.push_back(a.type());
-  opsb_test::Lowered l;
-  l.call = relay::make_call(*call.op, [&] {
-    std::vector<relay::Expr> vars;
-    for (size_t i = 0; i < types.size(); ++i) vars.push_back(relay::make_var("in" + std::to_string(i), types[i]));
-    return vars;
-  }(), call.attrs, call.name);
-  for (size_t i = 0; i < args.size(); ++i) {
-    l.inputs.push_back(te::placeholder(opsb_test::te_shape(args[i].shape()), args[i].dtype(), "in" + std::to_string(i)));
-  }
-  auto lower = std::any_cast<te::ops::FLower>(call.op->lower);
-  l.outputs = lower(l.inputs, l.call.as<relay::CallNode>()->attrs, l.call->type);
+  opsb_test::Lowered l = opsb_test::lower_call(call.op->name, types, call.attrs);
   schedule::Config cfg;
-  return opsb_test::run(schedule::schedule_anchor_cpu(l.outputs, l.outputs[0], cfg), l, args);
+  return opsb_test::run(l.template_schedule(cfg), l, args);
 }
 
 struct Outcome {
@@ -161,7 +151,6 @@ const std::map<std::string, std::string> kKnownFailures = {};
 }  // namespace
 
 TEST_CASE("ONNX node tests of the nn ops compute the expected outputs", "[ops_b_onnx]") {
-  te::ops::register_lowerings_b();
   std::string root = shared_dir() + "/onnx/node";
   std::regex re(
       "^test_(conv|convtranspose|maxpool|averagepool|globalaveragepool|globalmaxpool|gemm|matmul|einsum|batchnorm|"

@@ -1,9 +1,9 @@
-// Helpers of the nn op tests: lower one relay call through its registered FLower, schedule it
-// (naive, or with the CPU anchor templates), compile it through the whole pipeline and run it
-// on HostTensors, and compare element by element.
+// Helpers of the nn op tests: lower one relay call as the anchor of its own group (the target's
+// strategy: its lowering and template, the weight read unpacked), schedule it (naive, or with
+// the strategy's template), compile it through the whole pipeline and run it on HostTensors,
+// and compare element by element.
 #pragma once
 
-#include <any>
 #include <random>
 #include <sstream>
 #include <string>
@@ -14,8 +14,8 @@
 #include "kiln/relay/op.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/te/ops/lowering.h"
-#include "kiln/te/ops/register_b.h"
+#include "kiln/lower/op_lowering.h"
+#include "kiln/lower/strategy.h"
 
 namespace kiln::opsb_test {
 
@@ -44,11 +44,17 @@ inline HostTensor random_tensor(DataType t, const Shape& s, uint32_t seed, doubl
 
 struct Lowered {
   relay::Expr call;
+  Target target = Target::host();
+  lower::Strategy strategy;  // the call's strategy on `target`, as the anchor of its own group
   std::vector<te::Tensor> inputs, outputs;
   std::vector<te::Tensor> args() const {
     std::vector<te::Tensor> a = inputs;
     a.insert(a.end(), outputs.begin(), outputs.end());
     return a;
+  }
+  // The strategy's template for the call, with cfg's knobs.
+  schedule::Schedule template_schedule(schedule::Config& cfg) const {
+    return strategy.schedule(outputs, outputs[0], target, cfg);
   }
 };
 
@@ -62,10 +68,12 @@ inline relay::Attrs conv_attrs(std::vector<int64_t> strides, std::vector<int64_t
 
 inline Shape te_shape(const Shape& s) { return s.empty() ? Shape{1} : s; }
 
-// Builds op(inputs of `types`, attrs) in the graph IR and lowers it with its registered FLower.
-inline Lowered lower_call(const std::string& op, const std::vector<relay::Type>& types, relay::Attrs attrs) {
-  te::ops::register_lowerings_b();
+// Builds op(inputs of `types`, attrs) in the graph IR and lowers it as its target's strategy
+// does (the op table's lowering where the strategy keeps it).
+inline Lowered lower_call(const std::string& op, const std::vector<relay::Type>& types, relay::Attrs attrs,
+                          const Target& target = Target::host()) {
   Lowered l;
+  l.target = target;
   std::vector<relay::Expr> vars;
   for (size_t i = 0; i < types.size(); ++i) {
     vars.push_back(relay::make_var("in" + std::to_string(i), types[i]));
@@ -74,8 +82,28 @@ inline Lowered lower_call(const std::string& op, const std::vector<relay::Type>&
   }
   l.call = relay::make_call(op, vars, std::move(attrs), "node");
   const auto* c = l.call.as<relay::CallNode>();
-  auto lower = std::any_cast<te::ops::FLower>(c->op->lower);
-  l.outputs = lower(l.inputs, c->attrs, c->type);
+  relay::FusedGroup group;
+  group.calls = {l.call};
+  group.root = group.anchor = l.call;
+  group.pattern = c->op->pattern;
+  group.inputs = vars;
+  l.strategy = lower::select_strategy(group, target);
+  const lower::OpLowering* table = lower::find_op_lowering(op);
+  const lower::OpLowering& f = l.strategy.lower ? l.strategy.lower : *table;
+  l.outputs = f(l.inputs, c->attrs, c->type);
+  return l;
+}
+
+// lower_call's call with its weight (argument 1) a constant packed at compile time, as
+// lower::prepack_weights does: inputs are the data and the packed weight, *packed its value.
+inline Lowered lower_packed(const std::string& op, const relay::Type& data, const HostTensor& weight, relay::Attrs attrs,
+                            HostTensor* packed, const Target& target = Target::host()) {
+  Lowered l = lower_call(op, {data, weight.type()}, std::move(attrs), target);
+  if (!l.strategy.packing) throw Error(op + ": its strategy packs no weight");
+  *packed = l.strategy.packing->pack(weight);
+  l.inputs[1] = te::placeholder(packed->shape(), packed->dtype(), "packed");
+  const auto* c = l.call.as<relay::CallNode>();
+  l.outputs = l.strategy.packing->lower_packed(l.inputs, c->attrs, c->type);
   return l;
 }
 
@@ -147,7 +175,7 @@ inline std::string check_op(const std::string& op, const std::vector<HostTensor>
   Lowered l = lower_call(op, types, attrs);
   schedule::Config cfg;
   std::vector<std::pair<std::string, schedule::Schedule>> scheds = {
-      {"naive", schedule::create(l.outputs)}, {"template", schedule::schedule_anchor_cpu(l.outputs, l.outputs[0], cfg)}};
+      {"naive", schedule::create(l.outputs)}, {"template", l.template_schedule(cfg)}};
   for (auto& [which, s] : scheds) {
     std::vector<HostTensor> got = run(s, l, inputs);
     for (size_t i = 0; i < want.size(); ++i) {

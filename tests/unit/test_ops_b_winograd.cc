@@ -1,13 +1,15 @@
-// The Winograd conv2d F(2x2, 3x3): lowered through weight_prepack (the filter transformed on the
-// host, as the graph compiler does for a constant weight), compiled naive and with its CPU
-// template (default and random knob points, with a fused bias + residual add + relu tail), and
-// compared with the double-precision plain-loop convolution of the untransformed weight.
+// The Winograd conv2d F(2x2, 3x3): lowered by the CPU strategy on a packed weight (the filter
+// transformed on the host, as the graph compiler does for a constant weight) and on a weight
+// transformed in the kernel, compiled naive and with its CPU template (default and random knob
+// points, with a fused bias + residual add + relu tail), and compared with the double-precision
+// plain-loop convolution of the untransformed weight.
 // Tolerances: rtol 1e-4, atol 1e-5, as the direct conv's tests (the transforms only add and
 // halve, so the error stays that of float32 sums over C channels).
 #include <catch2/catch.hpp>
 
 #include <random>
 
+#include "kiln/lower/weight_packing.h"
 #include "kiln/te/ops/nn_winograd.h"
 #include "test_ops_b_ref.h"
 #include "test_ops_b_util.h"
@@ -28,19 +30,19 @@ struct WinogradCall {
 };
 
 WinogradCall lower_winograd(const HostTensor& w, const relay::Shape& xs, const relay::Attrs& attrs) {
-  te::ops::register_lowerings_b();
-  relay::Expr call = relay::make_call("nn.conv2d", {relay::make_var("x", relay::tensor_type(f32, xs)), relay::make_constant(w)},
-                                      attrs);
-  const auto* cn = call.as<relay::CallNode>();
-  auto p = te::ops::weight_prepack(*cn);
-  REQUIRE(p.has_value());
   WinogradCall out;
-  out.u = p->pack(w);
-  REQUIRE(out.u.shape().size() == 4);  // [16, OC/co, C, co]: the Winograd form was chosen
-  out.l.call = call;
-  out.l.inputs = {te::placeholder(xs, f32, "x"), te::placeholder(out.u.shape(), f32, "u")};
-  out.l.outputs = p->lower(out.l.inputs, cn->attrs, cn->type);
+  out.l = opsb_test::lower_packed("nn.conv2d", relay::tensor_type(f32, xs), w, attrs, &out.u);
+  REQUIRE(out.l.strategy.template_name == "conv_winograd");
+  REQUIRE(out.u.shape().size() == 4);  // [16, OC/co, C, co]
   return out;
+}
+
+// The strategy's template for a conv2d of these shapes on `target`.
+std::string conv_template(relay::Shape xs, relay::Shape ws, std::vector<int64_t> strides, std::vector<int64_t> dilation,
+                          int64_t groups, const Target& target = Target::host()) {
+  return opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
+                               conv_attrs(strides, {1, 1, 1, 1}, dilation, groups), target)
+      .strategy.template_name;
 }
 }  // namespace
 
@@ -67,11 +69,13 @@ TEST_CASE("Winograd conv2d: odd sizes, asymmetric pads, batch 2, partial channel
     HostTensor want = opsb_ref::conv(x, w, {1, 1}, c.pads, {1, 1}, 1);
     schedule::Config cfg;
     INFO("case " << i);
-    CHECK(schedule::anchor_template_name(wc.l.outputs[0]) == std::string("conv_winograd"));
-    CHECK(opsb_test::compare(opsb_test::run(schedule::schedule_anchor_cpu(wc.l.outputs, wc.l.outputs[0], cfg), wc.l,
-                                            {x, wc.u})[0],
-                             want, kRtol, kAtol) == "");
+    CHECK(opsb_test::compare(opsb_test::run(wc.l.template_schedule(cfg), wc.l, {x, wc.u})[0], want, kRtol, kAtol) == "");
     CHECK(opsb_test::compare(opsb_test::run(schedule::create(wc.l.outputs), wc.l, {x, wc.u})[0], want, kRtol, kAtol) ==
+          "");
+    // A weight that is no constant: the filter transformed in the kernel ("<name>.wpack").
+    opsb_test::Lowered unpacked = opsb_test::lower_call("nn.conv2d", {x.type(), w.type()}, attrs);
+    REQUIRE(unpacked.strategy.template_name == "conv_winograd");
+    CHECK(opsb_test::compare(opsb_test::run(unpacked.template_schedule(cfg), unpacked, {x, w})[0], want, kRtol, kAtol) ==
           "");
   }
 }
@@ -101,7 +105,7 @@ TEST_CASE("Winograd template: random points of its space match the reference (bi
 
   schedule::ConfigSpace space;
   schedule::Config rec(&space);
-  schedule::schedule_anchor_cpu({out}, conv, rec);
+  wc.l.strategy.schedule({out}, conv, wc.l.target, rec);
   for (const char* k : {"tile_tw", "oc_blocks", "tile_ow", "vec_out", "pad_at", "task_over"}) {
     INFO("knob " << k);
     REQUIRE(space.find(k) != nullptr);
@@ -110,7 +114,7 @@ TEST_CASE("Winograd template: random points of its space match the reference (bi
   std::mt19937_64 rng(7);
   for (int p = 0; p <= 12; ++p) {
     schedule::Config cfg = p == 0 ? schedule::Config() : schedule::Config::from_index(space, rng() % space.size());
-    schedule::Schedule s = schedule::schedule_anchor_cpu({out}, conv, cfg);
+    schedule::Schedule s = wc.l.strategy.schedule({out}, conv, wc.l.target, cfg);
     INFO("config " << cfg.str());
     CHECK(opsb_test::compare(opsb_test::run(s, l, {x, wc.u, b, r})[0], want.to(f32), kRtol, kAtol) == "");
   }
@@ -118,39 +122,37 @@ TEST_CASE("Winograd template: random points of its space match the reference (bi
   for (size_t by_channels : {0, 1}) {
     schedule::Config cfg = schedule::Config::with_choices({{"task_over", by_channels}});
     INFO("task_over " << by_channels);
-    CHECK(opsb_test::compare(opsb_test::run(schedule::schedule_anchor_cpu({out}, conv, cfg), l, {x, wc.u, b, r})[0],
+    CHECK(opsb_test::compare(opsb_test::run(wc.l.strategy.schedule({out}, conv, wc.l.target, cfg), l, {x, wc.u, b, r})[0],
                              want.to(f32), kRtol, kAtol) == "");
   }
 }
 
 TEST_CASE("Winograd conv2d: chosen only for 3x3 stride-1 undilated ungrouped convs with a small transformed weight",
           "[ops_b]") {
-  using te::ops::ConvNdAttrs;
-  using te::ops::winograd_applies;
-  ConvNdAttrs plain{{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {}};
-  CHECK(winograd_applies(64, 64, 3, 3, plain, 56, 56));
-  CHECK(winograd_applies(256, 256, 3, 3, plain, 14, 14));       // U of 4 MiB: the limit
-  CHECK_FALSE(winograd_applies(512, 512, 3, 3, plain, 7, 7));   // 16 MiB: direct
-  CHECK_FALSE(winograd_applies(64, 64, 1, 1, plain, 56, 56));   // 1x1
-  CHECK_FALSE(winograd_applies(64, 3, 3, 3, plain, 56, 56));    // 3 input channels: transforms dominate
-  ConvNdAttrs strided = plain, dilated = plain, grouped = plain;
-  strided.strides = {2, 2};
-  dilated.dilation = {2, 2};
-  grouped.groups = 2;
-  CHECK_FALSE(winograd_applies(64, 64, 3, 3, strided, 28, 28));
-  CHECK_FALSE(winograd_applies(64, 64, 3, 3, dilated, 54, 54));
-  CHECK_FALSE(winograd_applies(64, 32, 3, 3, grouped, 56, 56));
+  CHECK(conv_template({1, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, 1) == "conv_winograd");
+  CHECK(conv_template({1, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1}, 1) == "conv_winograd");  // U 4 MiB: the limit
+  CHECK(conv_template({1, 512, 7, 7}, {512, 512, 3, 3}, {1, 1}, {1, 1}, 1) == "conv");              // 16 MiB: direct
+  CHECK(conv_template({1, 64, 56, 56}, {64, 64, 1, 1}, {1, 1}, {1, 1}, 1) == "conv");               // 1x1
+  CHECK(conv_template({1, 3, 56, 56}, {64, 3, 3, 3}, {1, 1}, {1, 1}, 1) == "conv");  // 3 input channels: transforms dominate
+  CHECK(conv_template({1, 64, 56, 56}, {64, 64, 3, 3}, {2, 2}, {1, 1}, 1) == "conv");               // strided
+  CHECK(conv_template({1, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {2, 2}, 1) == "conv");               // dilated
+  CHECK(conv_template({1, 64, 56, 56}, {64, 32, 3, 3}, {1, 1}, {1, 1}, 2) == "conv");               // grouped
+  // The rule holds on every x86 level (the channel block only changes U's padding here).
+  CHECK(conv_template({1, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, 1, Target::parse("llvm -mcpu=x86-64-v3")) ==
+        "conv_winograd");
 }
 
 TEST_CASE("Winograd conv2d: misuse names the culprit", "[ops_b]") {
   HostTensor w5 = random_tensor(f32, {8, 4, 5, 5}, 1);
-  CHECK_THROWS_WITH(te::ops::pack_winograd_weight(w5), Catch::Contains("pack_winograd_weight") && Catch::Contains("3, 3"));
+  CHECK_THROWS_WITH(lower::pack_winograd_weight(w5, 16), Catch::Contains("pack_winograd_weight") && Catch::Contains("3, 3"));
+  auto w5t = te::placeholder({8, 4, 5, 5}, ir::DataType::f32(), "w5");
+  CHECK_THROWS_WITH(te::ops::winograd_weight_transform(w5t, 16, "myconv"), Catch::Contains("myconv") && Catch::Contains("w5"));
   auto x = te::placeholder({1, 4, 8, 8}, ir::DataType::f32(), "x");
   auto u = te::placeholder({16, 1, 3, 16}, ir::DataType::f32(), "u");
   te::ops::ConvNdAttrs a{{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {}};
-  CHECK_THROWS_WITH(te::ops::conv2d_winograd_packed(x, u, 16, a, "myconv"),
+  CHECK_THROWS_WITH(te::ops::conv2d_winograd_packed(x, u, 16, a, 16, "myconv"),
                     Catch::Contains("myconv") && Catch::Contains("u") && Catch::Contains("4 inputs"));
   auto u4 = te::placeholder({16, 1, 4, 16}, ir::DataType::f32(), "u4");
   a.strides = {2, 2};
-  CHECK_THROWS_WITH(te::ops::conv2d_winograd_packed(x, u4, 16, a, "myconv"), Catch::Contains("stride 1"));
+  CHECK_THROWS_WITH(te::ops::conv2d_winograd_packed(x, u4, 16, a, 16, "myconv"), Catch::Contains("stride 1"));
 }

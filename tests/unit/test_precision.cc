@@ -45,7 +45,7 @@ double conv_error(int64_t c, int64_t oc, int64_t hw) {
                                  opsb_test::conv_attrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1));
   HostTensor x = random_tensor(f32, xs, 1, 0.0, 1.0), w = scaled_weights(ws, c, 2);
   schedule::Config cfg;
-  schedule::Schedule s = schedule::schedule_anchor_cpu(l.outputs, l.outputs[0], cfg);
+  schedule::Schedule s = l.template_schedule(cfg);
   return error_ulps(opsb_test::run(s, l, {x, w})[0], opsb_ref::conv(x, w, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1));
 }
 }  // namespace
@@ -65,7 +65,7 @@ TEST_CASE("dense template: a 4096-long reduction stays within float32 rounding",
   auto l = opsb_test::lower_call("nn.dense", {relay::tensor_type(f32, {4, k}), relay::tensor_type(f32, {64, k})}, {});
   HostTensor x = random_tensor(f32, {4, k}, 3, 0.0, 1.0), w = scaled_weights({64, k}, k, 4);
   schedule::Config cfg;
-  schedule::Schedule s = schedule::schedule_anchor_cpu(l.outputs, l.outputs[0], cfg);
+  schedule::Schedule s = l.template_schedule(cfg);
   double ulps = error_ulps(opsb_test::run(s, l, {x, w})[0], opsb_ref::dense(x, w));
   INFO("max error " << ulps << " ulps of max|y|");
   CHECK(ulps < kUlps);

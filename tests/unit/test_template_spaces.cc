@@ -10,6 +10,7 @@
 
 #include "kiln/te/ops/nn_conv.h"
 #include "test_ops_b_ref.h"
+#include "kiln/schedule/templates/conv2d_cpu.h"
 #include "test_ops_b_util.h"
 
 using namespace kiln;
@@ -33,7 +34,7 @@ void check_space(const std::vector<te::Tensor>& outputs, const te::Tensor& ancho
                  uint32_t seed) {
   schedule::ConfigSpace space;
   schedule::Config rec(&space);
-  schedule::schedule_anchor_cpu(outputs, anchor, rec);
+  l.strategy.schedule(outputs, anchor, l.target, rec);
   for (const std::string& k : knobs) {
     INFO("knob " << k);
     REQUIRE(space.find(k) != nullptr);
@@ -43,7 +44,7 @@ void check_space(const std::vector<te::Tensor>& outputs, const te::Tensor& ancho
   std::mt19937_64 rng(seed);
   for (int p = 0, n = points(); p <= n; ++p) {
     schedule::Config cfg = p == 0 ? schedule::Config() : schedule::Config::from_index(space, rng() % space.size());
-    schedule::Schedule s = schedule::schedule_anchor_cpu(outputs, anchor, cfg);
+    schedule::Schedule s = l.strategy.schedule(outputs, anchor, l.target, cfg);
     INFO("config " << cfg.str());
     CHECK(opsb_test::compare(opsb_test::run(s, l, inputs)[0], want, kRtol, kAtol) == "");
   }
@@ -90,6 +91,10 @@ TEST_CASE("conv2d_nchwc template: random points of its space match the reference
   opsb_test::Lowered l;
   l.inputs = {xp, wp};
   l.outputs = {y};
+  l.strategy.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
+                           schedule::Config& cfg) {
+    return schedule::schedule_anchor_cpu(outs, anchor, schedule::schedule_conv_nchwc_cpu, t, cfg);
+  };
   check_space({y}, y, l, {xb.to(f32), wb.to(f32)}, wantb.to(f32), {"tile_ow", "tile_oh", "oc_blocks", "reduce_order", "unroll_kw"},
               20);
 }

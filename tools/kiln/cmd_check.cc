@@ -16,6 +16,7 @@
 
 #include "bind.h"
 #include "commands.h"
+#include "kiln/autotune/apply_log.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/support/error.h"
@@ -108,9 +109,12 @@ bool same_value(const relay::HostTensor& a, const relay::HostTensor& b) {
 // compiled in and are not fed.
 void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
               const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol, double* worst,
-              const CompileOptions& copts, std::string* worst_why) {
+              const CompileOptions& compile_options, const std::string& tuning_log, std::string* worst_why) {
+  CompileOptions copts = compile_options;
+  std::optional<autotune::LogSchedules> log;  // one per compile: its notes count this module's kernels
+  if (!tuning_log.empty()) copts.schedules = &log.emplace(tuning_log, copts.target);
   CompiledModel compiled = compile(m, copts);
-  if (!copts.tuning_log.empty())  // what the log changed is worth seeing; the other notes are compile's business
+  if (log)  // what the log changed is worth seeing; the other notes are compile's business
     for (const std::string& note : compiled.notes)
       if (note.find("tuning") != std::string::npos) std::cerr << "note: " << note << "\n";
   // One file per compiled module: a data-set group must not dlopen its predecessor's library.
@@ -146,7 +150,7 @@ void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
   }
 }
 
-int check_case(const fs::path& dir, double rtol, double atol, const CompileOptions& copts,
+int check_case(const fs::path& dir, double rtol, double atol, const CompileOptions& copts, const std::string& tuning_log,
                const std::map<std::string, relay::Shape>& given_shapes) {
   fs::path model = dir / "model.onnx";
   KILN_USER_CHECK(fs::exists(model)) << "no model.onnx in '" << dir.string() << "'";
@@ -210,7 +214,7 @@ int check_case(const fs::path& dir, double rtol, double atol, const CompileOptio
         std::cout << (i ? ", " : " ") << bound_names[i] << " from " << file_of(sets[first], bound_names[i]);
       std::cout << (group.size() > 1 ? " (" + std::to_string(group.size()) + " data sets)" : "") << "\n";
     }
-    run_sets(m, group, opts.bind, rtol, atol, &worst, copts, &worst_why);
+    run_sets(m, group, opts.bind, rtol, atol, &worst, copts, tuning_log, &worst_why);
   }
   bool pass = worst <= 1.0;
   std::cout << (pass ? "PASS " : "FAIL ") << case_name(dir) << ": worst error " << worst
@@ -239,9 +243,8 @@ void add_check(CLI::App& app, int* status) {
   c->callback([args, status] {
     *status = guarded("check", [&] {
       CompileOptions copts;
-      copts.tuning_log = args->tuning_log;
       copts.winograd = !args->no_winograd;
-      return check_case(args->dir, args->rtol, args->atol, copts, read_shape_specs(args->input_shapes));
+      return check_case(args->dir, args->rtol, args->atol, copts, args->tuning_log, read_shape_specs(args->input_shapes));
     });
   });
 }

@@ -4,6 +4,7 @@
 
 #include "bind.h"
 #include "commands.h"
+#include "kiln/autotune/apply_log.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/frontend/onnx.h"
 
@@ -32,7 +33,8 @@ void add_compile(CLI::App& app, int* status) {
       CompileOptions opts;
       opts.target = Target::parse(args->target);
       opts.dump_ir_stage = args->dump_ir;
-      opts.tuning_log = args->tuning_log;
+      std::optional<autotune::LogSchedules> log;
+      if (!args->tuning_log.empty()) opts.schedules = &log.emplace(args->tuning_log, opts.target);
       opts.winograd = !args->no_winograd;
       CompiledModel compiled = compile(m, opts);
       for (const std::string& note : compiled.notes) std::cerr << "note: " << note << "\n";

@@ -1,6 +1,12 @@
 // Applying a tuning log in kiln::compile: the best record of each workload key (graph_tasks.h)
-// for the compile target picks the knobs of the kernels with that key. What was applied, what
-// fell back to the default schedule and what was ignored is said in notes for the user.
+// measured for the compile target's instruction set picks the knobs of the kernels with that
+// key. What was applied, what fell back to the default schedule and what was skipped (records of
+// other targets, and why) is said in notes for the user.
+//
+// A record applies to a target of the same isa() (triple, CPU and features: the same machine
+// code): a schedule is correct on any CPU, but was only measured fast on its own. Records of a
+// target whose isa() matches but whose caches or cores differ (another machine with the same
+// CPU model) apply, with a note.
 #pragma once
 
 #include <map>
@@ -8,28 +14,31 @@
 #include <vector>
 
 #include "kiln/autotune/records.h"
-#include "kiln/relay/lower_graph.h"
+#include "kiln/lower/lower.h"
 
 namespace kiln::autotune {
 
-class LogSchedules {
+class LogSchedules : public lower::ScheduleChooser {
  public:
   // Reads `path` (read_log_checked: it must exist and be a tuning log) and keeps the best
-  // successful record per workload key among those measured for `target` (a Target::str()).
-  LogSchedules(const std::string& path, const std::string& target);
+  // successful record per workload key among those measured for `target`'s instruction set.
+  LogSchedules(const std::string& path, const Target& target);
 
   // The knobs for `group`: true and *cfg set from its key's best record; false (the default
   // schedule) when the group is not tunable, or when the log has no usable record for it (noted).
-  bool config_for(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked, schedule::Config* cfg);
+  bool config_for(const relay::FusedGroup& group, const lower::Strategy& strategy, const lower::PrepackedWeights& prepacked,
+                  schedule::Config* cfg) override;
 
   // One summary note (kernels tuned / left default), then one per workload without a record and
-  // per ignored part of the log (other targets, malformed lines, stale records).
-  std::vector<std::string> notes() const;
+  // per skipped part of the log (other targets, malformed lines, stale records).
+  std::vector<std::string> notes() const override;
 
  private:
-  std::string path_, target_;
+  std::string path_;
+  Target target_;
   std::map<std::string, TuningRecord> best_;
-  std::map<std::string, int> other_targets_;  // target -> records ignored
+  std::map<std::string, int> other_isa_;       // target string -> records skipped (another instruction set)
+  std::map<std::string, int> other_machine_;   // target string -> records applied, tuned on other caches/cores
   size_t malformed_ = 0;
   int applied_ = 0;
   std::map<std::string, int> applied_keys_, missing_;  // workload key -> kernels

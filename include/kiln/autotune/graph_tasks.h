@@ -1,11 +1,12 @@
 // Tuning tasks of a model: the distinct tunable kernels kiln::compile builds, each a Task the
 // tuner (tuner.h) runs for real: the group's te program, its schedule template with the tuner's
-// Config (relay::schedule_group), the loop pipeline, LLVM, and a timed run on random inputs whose
-// outputs must match the default schedule's (kernel_measure.h).
+// Config (lower::schedule_group, the target's strategy), the loop pipeline, LLVM, and a timed
+// run on random inputs whose outputs must match the default schedule's (kernel_measure.h).
 //
 //   std::vector<GraphTask> tasks = extract_tasks(relay::from_onnx("model.onnx"), CompileOptions{});
 //   for (const GraphTask& t : tasks) tune(t.task, tuner_options);
-//   compile(module, {.tuning_log = "log.json"});   // applies the best record of each task
+//   LogSchedules log("log.json", target);   // apply_log.h
+//   compile(module, {.schedules = &log});   // applies the best record of each task
 //
 // Kernels are deduplicated by workload key, a deterministic string naming the template, the
 // anchor op, its argument types (prepacked weights as packed), its attributes and the kernel's
@@ -26,6 +27,7 @@
 namespace kiln::autotune {
 
 struct GraphTaskOptions {
+  // What the candidates are built for (extract_tasks takes it from the program it is given).
   Target target = Target::host();
   // How each candidate is timed (warm caches by default). No warmup call: measure_kernel's
   // correctness run on the same buffers comes first and is one. At most about a second a
@@ -56,15 +58,17 @@ struct GraphTask {
   std::string label;    // the ops of the first such kernel, "nn.conv2d+add+nn.relu"
 };
 
-// The workload key of a group when it is tunable: an anchored group (conv, dense, matmul,
-// depthwise, pool, norm, ...: anchor_cpu.h), or any group with `all_groups`, whose template
-// declares at least one knob with a choice. Empty otherwise.
-std::string tunable_workload_key(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked,
+// The workload key of a group when it is tunable: an anchored group with a template (conv,
+// dense, matmul, depthwise, pool, norm, ...), or any group with `all_groups`, whose template
+// declares at least one knob with a choice on `target`. Empty otherwise.
+std::string tunable_workload_key(const relay::FusedGroup& group, const lower::Strategy& strategy,
+                                 const lower::PrepackedWeights& prepacked, const Target& target,
                                  bool all_groups = false);
 
-// The distinct tunable workloads, in order of first occurrence.
+// The distinct tunable workloads of a program, in order of first occurrence, built for the
+// program's target (options.target is replaced by it).
 std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTaskOptions& options = {});
-// fuse_model (the passes compile() runs) then the above.
+// fuse_model (the passes compile() runs, for compile_options.target) then the above.
 std::vector<GraphTask> extract_tasks(const relay::Module& module, const CompileOptions& compile_options = {},
                                      const GraphTaskOptions& options = {});
 
@@ -72,11 +76,13 @@ std::vector<GraphTask> extract_tasks(const relay::Module& module, const CompileO
 // share a cost model when tuned together (transfer): their features mean the same things.
 std::string workload_template(const std::string& workload_key);
 
-// The knobs of a group's schedule template (a recording run of schedule_group).
-ConfigSpace group_config_space(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked);
+// The knobs of a group's schedule template on `target` (a recording run of schedule_group).
+ConfigSpace group_config_space(const relay::FusedGroup& group, const lower::Strategy& strategy,
+                               const lower::PrepackedWeights& prepacked, const Target& target);
 
-// The task of one group (it need not be tunable; a space of one point tunes trivially).
-Task group_task(const relay::FusedGroup& group, const relay::PrepackedWeights& prepacked,
+// The task of one group on options.target (it need not be tunable; a space of one point tunes
+// trivially).
+Task group_task(const relay::FusedGroup& group, const lower::Strategy& strategy, const lower::PrepackedWeights& prepacked,
                 const GraphTaskOptions& options = {});
 
 // Floating-point operations of one run of a te program, the convention GFLOPS figures use: 2 per

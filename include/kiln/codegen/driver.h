@@ -1,13 +1,13 @@
-// The build driver: the whole tensor-program pipeline in one readable place.
+// The loop-level pipeline: from a te schedule to what code generation takes. Stage names (for
+// dumps) in order, each after its pass:
 //
-//   schedule::lower          te schedule -> ir::PrimFunc (multi-dimensional buffers)
-//   ir::flatten_storage      one flat index per access
-//   ir::simplify             loop-range-aware arithmetic simplification, guard removal
-//   ir::vectorize_loops      vectorized loops -> vector IR
-//   ir::unroll_loops         unrolled loops -> copies
-//   ir::simplify
-//   ir::verify               well-formedness (a failure is a kiln bug)
-//   codegen::build           LLVM: optimize, JIT, object code
+//   lower            schedule::lower: te schedule -> ir::PrimFunc (multi-dimensional buffers)
+//   flatten_storage  ir::flatten_storage: one flat index per access
+//   loop_simplify    ir::simplify: loop-range-aware arithmetic simplification, guard removal
+//   vectorize_loops  ir::vectorize_loops: vectorized loops -> vector IR
+//   unroll_loops     ir::unroll_loops: unrolled loops -> copies
+//   final            ir::simplify again, then ir::verify (a failure is a kiln bug)
+//   codegen::build   LLVM: optimize, JIT, object code
 #pragma once
 
 #include <ostream>
@@ -16,16 +16,18 @@
 
 #include "kiln/codegen/build.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/support/stage_dump.h"
 
 namespace kiln::codegen {
 
+// The stage names above, in order.
+const std::vector<std::string>& loop_stages();
+
 struct PipelineOptions {
   BuildOptions build;
-  // Print the IR after the named pass ("lower", "flatten_storage", "simplify",
-  // "vectorize_loops", "unroll_loops", "final") or after every pass ("all") to `dump_to`
-  // (stderr when null). Empty: no dumps. KILN_DUMP_IR=<pass> in the environment does the same.
-  std::string dump_ir_after;
-  std::ostream* dump_to = nullptr;
+  // Prints the IR after a stage of loop_stages() (or after each: "all"). Nothing by default;
+  // KILN_DUMP_IR=<stage> in the environment applies when this names no stage.
+  StageDumper dump;
   // Receives what the passes report, e.g. a vectorized loop that had to stay serial.
   std::vector<std::string>* notes = nullptr;
 };

@@ -1,13 +1,12 @@
 // The op registry: every graph IR operator, with what the passes and the lowering need to know.
 //
 // An op entry holds its name ("nn.conv2d"), how many arguments it takes, its type relation
-// (output type from input types and attributes), its fusion pattern kind, a one-line doc of its
-// attributes, and a slot for its lowering to te, filled by the op library in src/te (the graph
-// IR must not depend on te). Ops are registered once, at first use, by one function per family
+// (output type from input types and attributes), its fusion pattern kind and a one-line doc of
+// its attributes. How an op is computed is the lowering layer's (lower/op_lowering.h): the graph
+// IR does not depend on te. Ops are registered once, at first use, by one function per family
 // (src/relay/op/*.cc); entries never move, so a CallNode keeps a plain pointer to its OpDef.
 #pragma once
 
-#include <any>
 #include <functional>
 #include <string>
 #include <vector>
@@ -42,12 +41,6 @@ struct OpDef {
   TypeRelation relation;
   // The attributes this op reads, for humans and the lowering ("strides (ints), groups (int)").
   std::string attrs_doc;
-  // SLOT: lowering of this op to te compute, set by the op library in src/te through
-  // set_op_lowering(); relay only checks presence (has_lowering). It holds whatever callable the
-  // te layer defines (e.g. a std::function from te::Tensors to te::Tensors), read back there
-  // with std::any_cast.
-  std::any lower;
-  bool has_lowering() const { return lower.has_value(); }
 };
 
 // kiln::Error "unknown graph op 'x'" when not registered.
@@ -56,8 +49,6 @@ const OpDef& get_op(const std::string& name);
 const OpDef* find_op(const std::string& name);
 // Every registered op name, sorted.
 std::vector<std::string> list_ops();
-// Fills the lowering slot of a registered op (te op library). Not thread-safe: call at startup.
-void set_op_lowering(const std::string& name, std::any lower);
 
 // Registration, for the op family files: adds an entry, KILN_CHECK that the name is new.
 OpDef& register_op(const std::string& name, int min_args, int max_args, OpPattern pattern,

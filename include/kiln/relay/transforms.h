@@ -44,6 +44,7 @@ Module fold_batch_norm(const Module& m);
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kiln/relay/op.h"
@@ -68,11 +69,17 @@ struct AlterLayoutOptions {
 // Elementwise ops, and broadcast ops whose other operands are per-channel or scalar constants
 // (repacked) or blocked alike, stay in the blocked layout; everything else gets NCHW back through
 // layout_transform. Transforms are made only where a consumer needs another layout, so adjacent
-// blocked ops exchange blocked tensors directly (no transform pairs to clean up). Both new ops are
-// registered by this pass on first use (attrs: see their attrs_doc).
+// blocked ops exchange blocked tensors directly (no transform pairs to clean up). The two ops are
+// registered with all others (src/relay/op/layout.cc; attrs: see their attrs_doc).
 Module alter_layout(const Module& m, const AlterLayoutOptions& options = AlterLayoutOptions());
-// Registers layout_transform and nn.conv2d_NCHWc (idempotent; alter_layout calls it).
-void register_layout_ops();
+
+// A value crossing kernel boundaries: (node, field). Get-items resolve to the field of their
+// tuple-typed producer, so two get-items of one field are one value.
+using ValueKey = std::pair<const ExprNode*, int>;
+inline ValueKey value_key(const Expr& e) {
+  if (const auto* g = e.as<TupleGetItemNode>()) return {g->tuple.get(), g->index};
+  return {e.get(), 0};
+}
 
 // A kernel of the fused graph: calls that one generated function computes (fuse_ops).
 struct FusedGroup {

@@ -11,7 +11,8 @@ namespace kiln::schedule {
 
 // The function computing the schedule's outputs. `args` are its parameters in order, each a
 // global ir::Buffer of the tensor's shape: every input placeholder the program reads and every
-// output must be among them (kiln::Error otherwise, as for an argument that is neither).
+// output must be among them (kiln::Error otherwise, as for an argument that is neither). A
+// placeholder the program does not read is a parameter nothing loads.
 //
 // Each intermediate stage gets an ir::Allocate of its realized region (scope from cache_read /
 // cache_write / set_scope), at the root or inside the loop it is attached at; inlined stages are

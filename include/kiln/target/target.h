@@ -62,6 +62,9 @@ struct Target {
   // target of the same isa() (a schedule tuned for one CPU is correct on any, but only
   // measured fast on its own).
   std::string isa() const;
+  // isa() of a target string without parsing it (a string from a tuning log may name a CPU this
+  // LLVM does not know): the spec without its machine-fact options.
+  static std::string isa_of(const std::string& spec);
   // One line for compile notes: "x86_64 znver4: 512-bit vectors (16 x f32), 32 vector registers,
   // FMA (4 cycles, 2/cycle), L1d 32 KiB, L2 1 MiB, L3 32 MiB, 2 cores".
   std::string summary() const;

@@ -11,12 +11,8 @@
 
 namespace kiln::relay::analysis {
 
-using ValueKey = std::pair<const ExprNode*, int>;
-
-inline ValueKey value_key(const Expr& e) {
-  if (const auto* g = e.as<TupleGetItemNode>()) return {g->tuple.get(), g->index};
-  return {e.get(), 0};
-}
+using relay::ValueKey;
+using relay::value_key;
 
 // The last step reading each value that some kernel reads (absent: read by no kernel).
 std::map<ValueKey, int> last_uses(const FusedModule& m);

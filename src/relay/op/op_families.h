@@ -13,4 +13,5 @@ void register_transform_ops();  // transform.cc: reshape transpose concatenate s
 void register_gather_ops();     // gather.cc: take, gather_elements/nd, scatter_elements/nd, one_hot
 void register_sort_ops();       // sort.cc: cumsum, topk
 void register_image_ops();      // image.cc: resize
+void register_layout_ops();     // layout.cc: layout_transform, nn.conv2d_NCHWc (made by alter_layout)
 }  // namespace kiln::relay

@@ -29,6 +29,7 @@ void ensure_registered() {
     register_gather_ops();
     register_sort_ops();
     register_image_ops();
+    register_layout_ops();
     return true;
   }();
   (void)done;
@@ -83,9 +84,5 @@ std::vector<std::string> list_ops() {
   return names;
 }
 
-void set_op_lowering(const std::string& name, std::any lower) {
-  const OpDef& op = get_op(name);
-  const_cast<OpDef&>(op).lower = std::move(lower);  // entries are owned mutable by the table
-}
 
 }  // namespace kiln::relay

@@ -3,14 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "kiln/schedule/templates/conv2d_cpu.h"
-#include "kiln/schedule/templates/dense_cpu.h"
-#include "kiln/schedule/templates/depthwise_cpu.h"
-#include "kiln/schedule/templates/norm_cpu.h"
-#include "kiln/schedule/templates/pool_cpu.h"
-#include "kiln/schedule/templates/winograd_cpu.h"
 #include "kiln/support/error.h"
-#include "kiln/te/ops/nn_winograd.h"
 
 namespace kiln::schedule {
 
@@ -21,16 +14,14 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool has_input_named(const te::Tensor& t, const char* suffix) { return input_with_suffix(t, suffix).defined(); }
-
 const te::ComputeOpNode* compute_of(const Stage& st) { return st->op.as<te::ComputeOpNode>(); }
 
 // Root stages that no template touched get the generic loops.
-void finish_untouched(Schedule& s) {
+void finish_untouched(Schedule& s, int64_t lanes) {
   for (const Stage& st : s.stages()) {
     if (!compute_of(st) || st->attach != AttachKind::Root) continue;
     if (!st->relations.empty() || !st->attrs.empty()) continue;
-    schedule_loops_cpu(s, st->origin_op.output(0));
+    schedule_loops_cpu(s, st->origin_op.output(0), lanes);
   }
 }
 
@@ -74,22 +65,22 @@ ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes) {
   return fused;
 }
 
-void compute_root_parallel(Schedule& s, const te::Tensor& t, bool vectorize) {
+void compute_root_parallel(Schedule& s, const te::Tensor& t, int64_t lanes) {
   if (!t.defined() || !t.op().as<te::ComputeOpNode>()) return;
   Stage st = s[t];
   st.compute_root();
   auto ax = st.op_axis();
-  if (vectorize && ax.size() > 2) vectorize_innermost(st);
+  if (lanes > 1 && ax.size() > 2) vectorize_innermost(st, lanes);
   fuse_parallel(st, {ax[0], ax[1]});
 }
 
-void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::IterVar& at, bool at_root) {
+void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::IterVar& at, bool at_root, int64_t lanes) {
   if (at_root || !pad.defined() || !pad.op().as<te::ComputeOpNode>()) {
-    compute_root_parallel(s, pad, true);
+    compute_root_parallel(s, pad, lanes);
     return;
   }
   s[pad].compute_at(consumer, at);
-  vectorize_innermost(s[pad]);
+  vectorize_innermost(s[pad], lanes);
 }
 
 void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes) {
@@ -134,31 +125,11 @@ void inline_injective(Schedule& s, const std::vector<te::Tensor>& outputs, const
   (void)outputs;
 }
 
-Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs) {
+Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs, const Target& target) {
   Schedule s = create(outputs);
   inline_injective(s, outputs, {});
-  finish_untouched(s);
+  finish_untouched(s, target.lanes(32));
   return s;
-}
-
-const char* anchor_template_name(const te::Tensor& anchor) {
-  const std::string& n = anchor.op().name();
-  if (has_input_named(anchor, te::ops::kWinogradOutSuffix)) return "conv_winograd";
-  if (has_input_named(anchor, te::ops::kBlockedSuffix)) {
-    if (starts_with(n, "conv")) return "conv";
-    if (starts_with(n, "dense")) return "dense";
-  }
-  if (starts_with(n, "conv2d_nchwc")) return "conv_nchwc";
-  if (starts_with(n, "dwconv")) return "depthwise";
-  if (starts_with(n, "matmul")) return "matmul";
-  if (starts_with(n, "global_")) return "global_pool";
-  if (starts_with(n, "max_pool") || starts_with(n, "avg_pool") || starts_with(n, "lp_pool")) return "pool";
-  if (starts_with(n, "softmax") || starts_with(n, "log_softmax")) return "softmax";
-  if (starts_with(n, "layer_norm") || starts_with(n, "instance_norm") || starts_with(n, "group_norm") ||
-      starts_with(n, "lrn")) {
-    return "norm";
-  }
-  return "generic";
 }
 
 // An op computed in a wider type (a float16 matmul accumulates in float32) ends in a cast of its
@@ -170,11 +141,11 @@ te::Tensor accumulation_of(const te::Tensor& anchor) {
   return in[0];
 }
 
-Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& op_output, Config& cfg) {
+Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& op_output, AnchorTemplate tmpl,
+                             const Target& target, Config& cfg) {
   KILN_USER_CHECK(!outputs.empty() && op_output.defined()) << "schedule_anchor_cpu: no outputs or no anchor";
+  if (!tmpl) return schedule_generic_cpu(outputs, target);
   te::Tensor anchor = accumulation_of(op_output);
-  std::string kind = anchor_template_name(anchor);
-  if (kind == "generic") return schedule_generic_cpu(outputs);
   Schedule s = create(outputs);
   // The stage that carries the tile loops: the single output when it has the anchor's shape
   // (the elementwise tail is inlined into it), else the anchor itself.
@@ -193,24 +164,8 @@ Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::T
     for (const te::Tensor& in : t.op().input_tensors()) frontier.push_back(in);
   }
   inline_injective(s, outputs, keep);
-  if (kind == "conv") {
-    schedule_conv_cpu(s, tiled, anchor, cfg);
-  } else if (kind == "conv_winograd") {
-    schedule_conv_winograd_cpu(s, tiled, anchor, cfg);
-  } else if (kind == "conv_nchwc") {
-    schedule_conv_nchwc_cpu(s, tiled, anchor, cfg);
-  } else if (kind == "depthwise") {
-    schedule_depthwise_cpu(s, tiled, anchor, cfg);
-  } else if (kind == "dense") {
-    schedule_dense_cpu(s, tiled, anchor, cfg);
-  } else if (kind == "matmul") {
-    schedule_matmul_cpu(s, tiled, anchor, cfg);
-  } else if (kind == "pool" || kind == "global_pool") {
-    schedule_pool_cpu(s, tiled, anchor, cfg);
-  } else {
-    schedule_norm_cpu(s, tiled, anchor, cfg);
-  }
-  finish_untouched(s);
+  tmpl(s, tiled, anchor, target, cfg);
+  finish_untouched(s, target.lanes(32));
   return s;
 }
 

@@ -103,7 +103,8 @@ int64_t sum_chunk_channels(int64_t cg, int64_t taps) {
   return 0;
 }
 
-void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
+void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target, Config& cfg) {
+  const int64_t lanes = target.lanes(32);
   te::Tensor blocked = input_with_suffix(conv, te::ops::kBlockedSuffix);
   KILN_CHECK(blocked.defined()) << "schedule_conv_cpu: '" << conv.name() << "' is not a conv_nd result";
   KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv_cpu: the tiled stage must have the conv's shape";
@@ -141,8 +142,8 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
   if (!conv.same_as(tiled)) s[conv].compute_inline();
   if (ic_chunks > 1) {
     ir::IterVar task = schedule_conv_ic_blocked(s, tiled, blocked, t, cg / ic_chunks, vec_out != 0);
-    compute_root_parallel(s, wpack, false);
-    place_pad(s, pad, s[tiled], task, !pad_in_task);
+    compute_root_parallel(s, wpack, 1);
+    place_pad(s, pad, s[tiled], task, !pad_in_task, lanes);
     return;
   }
   Stage out = s[tiled];
@@ -193,11 +194,12 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
   b.unroll(bx[1 + d]);
   b.vectorize(bx.back());
 
-  compute_root_parallel(s, wpack, false);
-  place_pad(s, pad, out, task, !pad_in_task);
+  compute_root_parallel(s, wpack, 1);
+  place_pad(s, pad, out, task, !pad_in_task, lanes);
 }
 
-void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
+void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                             Config& cfg) {
   KILN_CHECK(conv.ndim() == 5 && tiled.shape() == conv.shape()) << "schedule_conv_nchwc_cpu: not a blocked conv";
   te::Tensor pad = input_with_suffix(conv, te::ops::kPadSuffix);
   int64_t nblk = conv.shape()[1], oh = conv.shape()[2], ow = conv.shape()[3], co = conv.shape()[4];
@@ -236,7 +238,7 @@ void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   c.unroll(cx[2]);
   c.unroll(cx[3]);
   c.vectorize(cx[4]);
-  compute_root_parallel(s, pad, true);
+  compute_root_parallel(s, pad, target.lanes(32));
 }
 
 }  // namespace kiln::schedule

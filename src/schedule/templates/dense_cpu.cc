@@ -21,7 +21,7 @@ int64_t reduce_extent(const te::Tensor& t) {
 
 }  // namespace
 
-void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, Config& cfg) {
+void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, const Target& target, Config& cfg) {
   te::Tensor blocked = input_with_suffix(dense, te::ops::kBlockedSuffix);
   KILN_CHECK(blocked.defined()) << "schedule_dense_cpu: '" << dense.name() << "' is not a dense result";
   te::Tensor wpack = input_with_suffix(blocked, te::ops::kPackSuffix);
@@ -116,7 +116,7 @@ std::vector<int64_t> k_chunks(int64_t k) {
 // loads: a k step of the register tile reads one contiguous nr-wide row, and successive k are
 // nr*4 bytes apart instead of N*4 (at N = 1024, 4 KiB: every row of a panel in the same few
 // cache sets). The copy is parallel over panels and vectorized along them.
-void pack_columns(Schedule& s, const te::Tensor& b, const te::Tensor& reader, int64_t nr) {
+void pack_columns(Schedule& s, const te::Tensor& b, const te::Tensor& reader, int64_t nr, int64_t lanes) {
   const size_t lead = b.shape().size() - 2;
   const ir::Expr w(static_cast<int>(nr));
   std::vector<int64_t> shape(b.shape().begin(), b.shape().begin() + lead);
@@ -135,7 +135,7 @@ void pack_columns(Schedule& s, const te::Tensor& b, const te::Tensor& reader, in
       }};
   Stage st = s[s.cache_read(b, "global", {reader}, panels)];
   auto ax = st.op_axis();
-  vectorize_innermost(st);
+  vectorize_innermost(st, lanes);
   fuse_parallel(st, std::vector<ir::IterVar>(ax.begin(), ax.begin() + lead + 1));
 }
 
@@ -217,11 +217,12 @@ void schedule_matmul_k_chunks(Schedule& s, const te::Tensor& tiled, const te::Te
 
 }  // namespace
 
-void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& mm, Config& cfg) {
+void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& mm, const Target& target, Config& cfg) {
+  const int64_t lanes = target.lanes(32);
   int nd = mm.ndim();
   int64_t jext = mm.shape().back(), k = reduce_extent(mm);
   MatmulTile t;
-  int64_t pj = jext % 32 == 0 ? 32 : vector_width(jext, 16);
+  int64_t pj = jext % (2 * lanes) == 0 ? 2 * lanes : vector_width(jext, lanes);
   t.nr = cfg.define_split("tile_j", jext, 2, {jext / pj, pj}, 64)[1];
   if (nd >= 2) {
     int64_t iext = mm.shape()[nd - 2], pi = largest_divisor(iext, 8);
@@ -243,7 +244,7 @@ void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor&
   } else {
     s[mm].set_scope("local");
   }
-  if (pack_b) pack_columns(s, b, core, t.nr);
+  if (pack_b) pack_columns(s, b, core, t.nr, lanes);
   if (t.kc > 0) schedule_matmul_k_chunks(s, tiled, core, t);
   else schedule_matmul_tiles(s, tiled, core, t);
 }

@@ -7,17 +7,16 @@
 
 namespace kiln::schedule {
 
-void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
-  te::Tensor pad;
-  for (const te::Tensor& in : conv.op().input_tensors()) {
-    if (in.op().name() == conv.op().name() + te::ops::kPadSuffix) pad = in;
-  }
+void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                            Config& cfg) {
+  const int64_t lanes = target.lanes(32);
+  te::Tensor pad = input_with_suffix(conv, te::ops::kPadSuffix);
   int d = conv.ndim() - 2;
   int64_t ow = conv.shape().back();
   // Columns: vectors of a power-of-two width (scalars when the row allows none >= 4), several
   // per tile; rows: a few per tile. Every (row, vector) of a tile is its own accumulation chain,
   // which hides the FMA latency.
-  int64_t vw = vector_width(ow, 16);
+  int64_t vw = vector_width(ow, lanes);
   if (vw < 4) vw = 1;
   // Vector width: the widest power of two <= 16 dividing W by default; narrower ones (or
   // scalars) trade lanes for more independent chains per tile.
@@ -29,7 +28,7 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   // 0.051 ms, W 14 (scalars -> 14) 0.073 -> 0.037, W 7 0.049 -> 0.028; W 56 stays at 8 (14 lanes
   // measured no better).
   int64_t odd = 1;
-  for (int64_t w = std::min<int64_t>(ow, 16); w >= 5; --w) {
+  for (int64_t w = std::min<int64_t>(ow, lanes); w >= 5; --w) {
     if (ow % w == 0 && (w & (w - 1)) != 0) {
       odd = w;
       break;
@@ -110,7 +109,7 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
     // or all planes at the root in one parallel pass before the conv.
     // Rows copy whole vectors: masked loads and stores at the borders, and for the stride
     // phases of a strided conv, stride-s loads (a contiguous load and a shuffle in codegen).
-    place_pad(s, pad, out, plane, cfg.define_knob("pad_at", {0, 1}, 0) == 1);
+    place_pad(s, pad, out, plane, cfg.define_knob("pad_at", {0, 1}, 0) == 1, lanes);
   }
 }
 

@@ -33,8 +33,15 @@ void inline_injective_stages(Schedule& s) {
   }
 }
 
-void schedule_injective_stage(Schedule& s, const te::Tensor& t, Config& cfg) {
-  int64_t vector_bytes = cfg.define_knob("vector_bytes", {16, 32, 64}, 64);
+std::vector<int64_t> vector_byte_choices(const Target& target) {
+  int64_t native = target.facts.vector_bits / 8;
+  return {native / 2, native, native * 2};
+}
+
+void schedule_injective_stage(Schedule& s, const te::Tensor& t, const Target& target, Config& cfg) {
+  // Vectors of the target's width by default; half and double widths for the tuner (a double
+  // width is two instructions per operation, more loads in flight).
+  int64_t vector_bytes = cfg.define_knob("vector_bytes", vector_byte_choices(target), target.facts.vector_bits / 8);
   int64_t parallel_min = cfg.define_knob("parallel_min", {0, 2048, 8192, 32768, 262144, kNever}, 8192);
   Stage st = s[t];
   const auto* c = st->op.as<te::ComputeOpNode>();
@@ -70,14 +77,14 @@ void schedule_injective_stage(Schedule& s, const te::Tensor& t, Config& cfg) {
   if (numel(c->shape) >= parallel_min && outer_extent >= 2) st.parallel(outer);
 }
 
-void injective_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, Config& cfg) {
+void injective_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg) {
   for (const Stage& st : s.stages()) {
     const auto* c = st->op.as<te::ComputeOpNode>();
     KILN_USER_CHECK(!c || !c->is_reduction()) << "injective_cpu: stage '" << st.name()
                                               << "' is a reduction; schedule its group with reduction_cpu";
   }
   inline_injective_stages(s);
-  for (const te::Tensor& t : outputs) schedule_injective_stage(s, t, cfg);
+  for (const te::Tensor& t : outputs) schedule_injective_stage(s, t, target, cfg);
 }
 
 }  // namespace kiln::schedule

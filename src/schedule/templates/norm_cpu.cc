@@ -6,7 +6,8 @@
 
 namespace kiln::schedule {
 
-void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& norm, Config& cfg) {
+void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& norm, const Target& target, Config& cfg) {
+  const int64_t lanes = target.lanes(32);
   if (!norm.same_as(tiled) && !norm.op().as<te::ComputeOpNode>()->is_reduction()) s[norm].compute_inline();
   // The statistics: every stage the lowering made for this op that is still computed.
   std::vector<Stage> stats;
@@ -32,7 +33,7 @@ void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& n
   auto ax = out.op_axis();
   std::vector<ir::IterVar> lead = ax;  // the loops outside the vector lanes
   int64_t inner = tiled.shape().back();
-  int64_t v = vector_width(inner, 16);
+  int64_t v = vector_width(inner, lanes);
   if (v >= 4 && rows_rank < nd) {
     auto [o, i] = out.split(ax.back(), v);
     out.vectorize(i);
@@ -46,7 +47,7 @@ void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& n
   // No row parallelism: statistics at the root, each with its own parallel loops.
   int par = std::max(1, std::min(rows_rank, nd - 1));
   fuse_parallel(out, std::vector<ir::IterVar>(lead.begin(), lead.begin() + par));
-  for (const Stage& st : stats) schedule_loops_cpu(s, st->origin_op.output(0));
+  for (const Stage& st : stats) schedule_loops_cpu(s, st->origin_op.output(0), lanes);
 }
 
 }  // namespace kiln::schedule

@@ -16,7 +16,8 @@ te::Tensor input_named(const te::Tensor& t, const std::string& name) {
 }
 }  // namespace
 
-void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, Config& cfg) {
+void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, const Target& target, Config& cfg) {
+  const int64_t lanes = target.lanes(32);
   const auto* pc = pool.op().as<te::ComputeOpNode>();
   // The window reduction: the pool itself (max) or the sum an average / lp norm divides.
   te::Tensor red = pc->is_reduction() ? pool : input_named(pool, pool.op().name() + ".sum");
@@ -33,7 +34,7 @@ void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& p
   auto ax = out.op_axis();
   ir::IterVar plane = fuse_parallel(out, {ax[0], ax[1]});
   int64_t ow = tiled.shape().back();
-  int64_t v = vector_width(ow, 16);
+  int64_t v = vector_width(ow, lanes);
   bool out_reduces = out->op.as<te::ComputeOpNode>()->is_reduction();  // the stage's op: after cache_write, a copy
   ir::IterVar row = plane;
   if (vec && v >= 4 && ax.size() > 2 && !out_reduces) {
@@ -58,7 +59,7 @@ void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& p
   }
   if (pad.defined()) {
     s[pad].compute_at(out, plane);
-    vectorize_innermost(s[pad], 16);
+    vectorize_innermost(s[pad], lanes);
   }
 }
 

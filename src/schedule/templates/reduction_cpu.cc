@@ -39,8 +39,8 @@ bool innermost_axis_kept(const te::ComputeOpNode& c) {
   return kept && !reduced;
 }
 
-void schedule_reduction_stage(Stage st, Config& cfg) {
-  int64_t vector_bytes = cfg.define_knob("reduce_vector_bytes", {16, 32, 64}, 64);
+void schedule_reduction_stage(Stage st, const Target& target, Config& cfg) {
+  int64_t vector_bytes = cfg.define_knob("reduce_vector_bytes", vector_byte_choices(target), target.facts.vector_bits / 8);
   int64_t parallel_min = cfg.define_knob("reduce_parallel_min", {0, 2048, 8192, 32768, 262144, kNever}, 8192);
   const auto& c = *st->op.as<te::ComputeOpNode>();
   std::vector<ir::IterVar> data = st.op_axis(), red = st.reduce_axis();
@@ -81,15 +81,15 @@ void schedule_reduction_stage(Stage st, Config& cfg) {
 }
 }  // namespace
 
-void reduction_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, Config& cfg) {
+void reduction_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg) {
   inline_injective_stages(s);
   for (const Stage& st : s.stages()) {
     const auto* c = st->op.as<te::ComputeOpNode>();
-    if (c && c->is_reduction() && st->attach == AttachKind::Root) schedule_reduction_stage(st, cfg);
+    if (c && c->is_reduction() && st->attach == AttachKind::Root) schedule_reduction_stage(st, target, cfg);
   }
   for (const te::Tensor& t : outputs) {
     const auto* c = s[t]->op.as<te::ComputeOpNode>();
-    if (c && !c->is_reduction()) schedule_injective_stage(s, t, cfg);
+    if (c && !c->is_reduction()) schedule_injective_stage(s, t, target, cfg);
   }
 }
 

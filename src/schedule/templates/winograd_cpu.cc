@@ -7,7 +7,9 @@
 
 namespace kiln::schedule {
 
-void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg) {
+void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                                Config& cfg) {
+  const int64_t lanes = target.lanes(32);
   te::Tensor yt = input_with_suffix(conv, te::ops::kWinogradOutSuffix);
   te::Tensor m = yt.defined() ? input_with_suffix(yt, te::ops::kWinogradGemmSuffix) : te::Tensor();
   te::Tensor v = m.defined() ? input_with_suffix(m, te::ops::kWinogradInSuffix) : te::Tensor();
@@ -92,8 +94,8 @@ void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::
   else sv.compute_at(out, task);
   auto vx = sv.op_axis();  // n, e, channel, tile row, tile column
   ir::IterVar vtx = vx[4];
-  if (tw > 16) {
-    auto [txo, txi] = sv.split(vx[4], 16);
+  if (tw > lanes) {
+    auto [txo, txi] = sv.split(vx[4], lanes);
     sv.reorder({vx[0], vx[2], vx[3], txo, vx[1], txi});
     vtx = txi;
   } else {
@@ -103,7 +105,9 @@ void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::
   sv.vectorize(vtx);
   if (by_channels) fuse_parallel(sv, {vx[0], vx[2]});
 
-  place_pad(s, pad, out, task, !pad_in_task || by_channels);
+  place_pad(s, pad, out, task, !pad_in_task || by_channels, lanes);
+  // A filter transformed per call (a weight that is no compile-time constant): once, at the root.
+  compute_root_parallel(s, input_with_suffix(m, te::ops::kPackSuffix), 1);
 }
 
 }  // namespace kiln::schedule

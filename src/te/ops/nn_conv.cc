@@ -1,11 +1,10 @@
 #include "kiln/te/ops/nn_conv.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "kiln/relay/error.h"
 #include "kiln/support/error.h"
-#include "kiln/te/ops/nn.h"
+#include "kiln/te/ops/elemwise.h"
+#include "kiln/te/ops/transform.h"
 #include "kiln/te/reduce.h"
 
 namespace kiln::te::ops {
@@ -71,12 +70,12 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, con
                     name, w.name());
 }
 
-// x zero-padded on its spatial dims, or x itself when no pad is set.
-// Rows of a padded copy are widened to a multiple of 16 elements (zeros never read) when
-// longer than 16: whole vectors fill them.
-int64_t round_row(int64_t n) { return n > 16 ? (n + 15) / 16 * 16 : n; }
+// Rows of a padded copy are widened to a multiple of `multiple` elements (zeros never read)
+// when longer than that: whole vectors fill them.
+int64_t round_row(int64_t n, int64_t multiple) { return n > multiple ? (n + multiple - 1) / multiple * multiple : n; }
 
-Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, double value, const std::string& name) {
+// x zero-padded on its spatial dims, or x itself when no pad is set.
+Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, int64_t row_multiple, const std::string& name) {
   size_t d = a.dims();
   std::vector<int64_t> before(2, 0), after(2, 0);
   bool any = false;
@@ -87,20 +86,20 @@ Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, double value, const st
   }
   if (!any) return x;
   int64_t w = x.shape().back() + before.back() + after.back();
-  after.back() += round_row(w) - w;
-  return pad_masked(x, before, after, ir::make_const(x.dtype(), value), name);
+  after.back() += round_row(w, row_multiple) - w;
+  return pad_masked(x, before, after, ir::make_zero(x.dtype()), name);
 }
 
 }  // namespace
 
-int64_t conv_channel_block(int64_t oc, int64_t groups) {
+int64_t conv_channel_block(int64_t oc, int64_t groups, int64_t lanes) {
   // A power of two: odd vector widths make poor code (zero-padded channels are cheaper).
   if (groups == 1) {
     int64_t b = 1;
-    while (b < oc && b < 16) b *= 2;
+    while (b < oc && b < lanes) b *= 2;
     return b;
   }
-  for (int64_t b = std::min<int64_t>(oc, 16); b > 1; --b) {
+  for (int64_t b = std::min<int64_t>(oc, lanes); b > 1; --b) {
     if (oc % b == 0) return b;
   }
   return 1;
@@ -123,6 +122,8 @@ Tensor conv_core(const Tensor& xp, const Tensor& wp, const ConvShape& s, const C
   std::vector<int64_t> blk_shape = {s.n, nblk};
   blk_shape.insert(blk_shape.end(), s.out.begin(), s.out.end());
   blk_shape.push_back(co);
+  // float16 sums in float32 (as dense and matmul): the unpacking stage rounds once.
+  const ir::DataType acc_t = compute_type(xp.dtype());
   Tensor blk = compute(blk_shape, [&](const std::vector<Var>& v) {
     Expr ci = a.groups == 1 ? Expr(rc) : (v[1] / c32(s.og / co)) * c32(s.cg) + rc;
     std::vector<Expr> xi = {v[0], ci};
@@ -132,7 +133,7 @@ Tensor conv_core(const Tensor& xp, const Tensor& wp, const ConvShape& s, const C
       wi.push_back(rk[i]);
     }
     wi.push_back(v.back());
-    return te::sum(xp(xi) * wp(wi), axes);
+    return te::sum(ir::cast(acc_t, xp(xi)) * ir::cast(acc_t, wp(wi)), axes);
   }, name + kBlockedSuffix);
 
   std::vector<int64_t> out_shape = {s.n, s.oc};
@@ -141,16 +142,17 @@ Tensor conv_core(const Tensor& xp, const Tensor& wp, const ConvShape& s, const C
     std::vector<Expr> idx = {v[0], v[1] / c32(co)};
     for (size_t i = 0; i < d; ++i) idx.push_back(v[2 + i]);
     idx.push_back(v[1] % c32(co));
-    return blk(idx);
+    return ir::cast(xp.dtype(), blk(idx));
   }, name);
 }
 
 }  // namespace
 
-Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t oc_block, const std::string& name) {
+Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const ConvLayout& layout, const std::string& name) {
   ConvShape s = conv_shape(x, w, a, name);
   size_t d = s.d;
-  int64_t co = oc_block > 0 ? oc_block : conv_channel_block(a.groups == 1 ? s.oc : s.og, a.groups);
+  int64_t co = layout.oc_block;
+  KILN_USER_CHECK(co >= 1 && layout.row_multiple >= 1) << name << ": the output-channel block and row multiple must be positive";
   KILN_USER_CHECK(a.groups == 1 || s.og % co == 0)
       << name << ": output-channel block " << co << " must divide the " << s.og << " channels of a group";
   int64_t nblk = (s.oc + co - 1) / co;
@@ -166,10 +168,11 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t o
     idx[0] = ir::min(o, c32(s.oc - 1));
     return ir::select(o < c32(s.oc), w(idx), ir::make_zero(w.dtype()));
   }, name + kPackSuffix);
-  return conv_core(pad_spatial(x, a, 0.0, name + kPadSuffix), wp, s, a, co, name);
+  return conv_core(pad_spatial(x, a, layout.row_multiple, name + kPadSuffix), wp, s, a, co, name);
 }
 
-Tensor conv_nd_packed(const Tensor& x, const Tensor& wp, int64_t oc, const ConvNdAttrs& a, const std::string& name) {
+Tensor conv_nd_packed(const Tensor& x, const Tensor& wp, int64_t oc, const ConvNdAttrs& a, int64_t row_multiple,
+                      const std::string& name) {
   size_t d = a.dims();
   KILN_USER_CHECK(wp.ndim() == static_cast<int>(d) + 3)
       << name << ": packed weight " << wp.name() << " must be [OC/co, C/groups, K..., co]";
@@ -178,29 +181,11 @@ Tensor conv_nd_packed(const Tensor& x, const Tensor& wp, int64_t oc, const ConvN
   int64_t co = wp.shape().back();
   KILN_USER_CHECK(wp.shape()[0] == (oc + co - 1) / co && (a.groups == 1 || s.og % co == 0))
       << name << ": packed weight " << wp.name() << " does not hold " << oc << " output channels in blocks of " << co;
-  return conv_core(pad_spatial(x, a, 0.0, name + kPadSuffix), wp, s, a, co, name);
+  return conv_core(pad_spatial(x, a, row_multiple, name + kPadSuffix), wp, s, a, co, name);
 }
 
-relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups) {
-  KILN_USER_CHECK(w.rank() >= 3 && groups >= 1 && w.shape()[0] % groups == 0)
-      << "pack_conv_weight: weight " << w.type().str() << " is not [OC, C/groups, K...] for " << groups << " groups";
-  int64_t oc = w.shape()[0], co = conv_channel_block(groups == 1 ? oc : oc / groups, groups);
-  int64_t nblk = (oc + co - 1) / co, inner = w.numel() / std::max<int64_t>(oc, 1);
-  size_t eb = static_cast<size_t>(w.dtype().bytes());
-  relay::Shape shape = {nblk};
-  shape.insert(shape.end(), w.shape().begin() + 1, w.shape().end());
-  shape.push_back(co);
-  std::vector<uint8_t> bytes(static_cast<size_t>(nblk * inner * co) * eb, 0);
-  for (int64_t o = 0; o < oc; ++o) {
-    for (int64_t r = 0; r < inner; ++r) {
-      std::memcpy(&bytes[static_cast<size_t>(((o / co) * inner + r) * co + o % co) * eb], w.data() + (o * inner + r) * eb,
-                  eb);
-    }
-  }
-  return relay::HostTensor(w.dtype(), shape, std::move(bytes));
-}
-
-Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,
+                         const std::string& name) {
   ConvShape s = conv_shape(x, w, a, name);
   KILN_USER_CHECK(s.cg == 1) << name << ": depthwise convolution needs one input channel per group, weight "
                              << w.name() << " has " << s.cg;
@@ -215,22 +200,33 @@ Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
   auto spatial_index = [&](const std::vector<Var>& v, size_t i) {
     return v[2 + i] * c32(a.strides[i]) + rk[i] * c32(a.dilation[i]);
   };
-  if (sw == 1) {
-    Tensor xp = pad_spatial(x, a, 0.0, name + kPadSuffix);
+  // float16 sums in float32: the reduction is "<name>.acc", and <name> rounds it once (a float16
+  // sum rounding every product and addition measured 1.5x ONNX's tolerance on a causal conv).
+  const ir::DataType acc_t = compute_type(x.dtype());
+  const bool widen = acc_t != x.dtype();
+  auto finish = [&](const Tensor& acc) {
+    if (!widen) return acc;
     return compute(out_shape, [&](const std::vector<Var>& v) {
+      return ir::cast(x.dtype(), acc(std::vector<Expr>(v.begin(), v.end())));
+    }, name);
+  };
+  const std::string red_name = widen ? name + ".acc" : name;
+  if (sw == 1) {
+    Tensor xp = pad_spatial(x, a, row_multiple, name + kPadSuffix);
+    return finish(compute(out_shape, [&](const std::vector<Var>& v) {
       std::vector<Expr> xi = {v[0], mult == 1 ? Expr(v[1]) : v[1] / c32(mult)};
       std::vector<Expr> wi = {v[1], Expr(0)};
       for (size_t i = 0; i < d; ++i) {
         xi.push_back(spatial_index(v, i));
         wi.push_back(rk[i]);
       }
-      return te::sum(xp(xi) * w(wi), axes);
-    }, name);
+      return te::sum(ir::cast(acc_t, xp(xi)) * ir::cast(acc_t, w(wi)), axes);
+    }, red_name));
   }
   // Strided along the row: the padded input is also split into sw phases, [.., S, sw, W/sw],
   // so that neighbouring outputs read neighbouring elements (no gathers).
   int64_t need = (s.out[last] - 1) * sw + (s.kernel[last] - 1) * a.dilation[last] + 1;
-  int64_t q = round_row((need + sw - 1) / sw);
+  int64_t q = round_row((need + sw - 1) / sw, row_multiple);
   std::vector<int64_t> ps = {s.n, s.c};
   for (size_t i = 0; i < last; ++i) ps.push_back(s.in[i] + a.padding[i] + a.padding[d + i]);
   ps.push_back(sw);
@@ -249,7 +245,7 @@ Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
     src.push_back(p);
     return ir::select(inside, x(src), ir::make_zero(x.dtype()));
   }, name + kPadSuffix);
-  return compute(out_shape, [&](const std::vector<Var>& v) {
+  return finish(compute(out_shape, [&](const std::vector<Var>& v) {
     std::vector<Expr> xi = {v[0], mult == 1 ? Expr(v[1]) : v[1] / c32(mult)};
     std::vector<Expr> wi = {v[1], Expr(0)};
     for (size_t i = 0; i < last; ++i) {
@@ -260,8 +256,8 @@ Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
     xi.push_back(col % c32(sw));
     xi.push_back(col / c32(sw));
     wi.push_back(rk[last]);
-    return te::sum(xp(xi) * w(wi), axes);
-  }, name);
+    return te::sum(ir::cast(acc_t, xp(xi)) * ir::cast(acc_t, w(wi)), axes);
+  }, red_name));
 }
 
 Tensor conv_transpose_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {

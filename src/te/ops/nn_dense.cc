@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <map>
 
-#include "kiln/relay/error.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/elemwise.h"
 #include "kiln/te/ops/nn_conv.h"
@@ -20,9 +18,9 @@ namespace {
 Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
 }  // namespace
 
-int64_t dense_panel_width(int64_t n) {
+int64_t dense_panel_width(int64_t n, int64_t lanes) {
   int64_t w = 1;  // a power of two: odd vector widths make poor code
-  while (w < n && w < 16) w *= 2;
+  while (w < n && w < lanes) w *= 2;
   return w;
 }
 
@@ -45,7 +43,8 @@ Tensor dense(const Tensor& x, const Tensor& w, int64_t panel, const std::string&
   KILN_USER_CHECK(x.ndim() == 2 && w.ndim() == 2 && x.shape()[1] == w.shape()[1])
       << name << ": dense takes data [M, K] and weight [N, K], got " << x.name() << " and " << w.name();
   int64_t k = x.shape()[1], n = w.shape()[0];
-  int64_t nr = panel > 0 ? panel : dense_panel_width(n);
+  int64_t nr = panel;
+  KILN_USER_CHECK(nr >= 1) << name << ": the panel width must be positive, got " << nr;
   int64_t nb = (n + nr - 1) / nr;
   Tensor wp = compute({nb, k, nr}, [&](Var jo, Var kk, Var ji) {
     Expr j = jo * c32(nr) + ji;
@@ -61,19 +60,6 @@ Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const st
       << name << ": dense_packed takes data [M, K] and panels [N/nr, K, nr] for N = " << n << ", got " << x.name()
       << " and " << w_packed.name();
   return dense_core(x, w_packed, n, name);
-}
-
-relay::HostTensor pack_dense_weight(const relay::HostTensor& w) {
-  KILN_USER_CHECK(w.rank() == 2) << "pack_dense_weight: weight " << w.type().str() << " is not [N, K]";
-  int64_t n = w.shape()[0], k = w.shape()[1], nr = dense_panel_width(n), nb = (n + nr - 1) / nr;
-  size_t eb = static_cast<size_t>(w.dtype().bytes());
-  std::vector<uint8_t> bytes(static_cast<size_t>(nb * k * nr) * eb, 0);
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t q = 0; q < k; ++q) {
-      std::memcpy(&bytes[static_cast<size_t>(((j / nr) * k + q) * nr + j % nr) * eb], w.data() + (j * k + q) * eb, eb);
-    }
-  }
-  return relay::HostTensor(w.dtype(), {nb, k, nr}, std::move(bytes));
 }
 
 Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "kiln/relay/error.h"
 #include "kiln/support/error.h"
 
 namespace kiln::te::ops {

@@ -1,6 +1,5 @@
 #include "kiln/te/ops/nn_scan.h"
 
-#include "kiln/relay/error.h"
 #include "kiln/support/error.h"
 #include "kiln/te/reduce.h"
 

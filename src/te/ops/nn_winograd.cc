@@ -1,7 +1,7 @@
 #include "kiln/te/ops/nn_winograd.h"
 
 #include "kiln/support/error.h"
-#include "kiln/te/ops/nn.h"
+#include "kiln/te/ops/transform.h"
 #include "kiln/te/reduce.h"
 
 namespace kiln::te::ops {
@@ -14,6 +14,7 @@ namespace {
 Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
 
 // F(2x2, 3x3): V = Bt d B (input tile 4x4), U = G g Gt (filter 3x3 -> 4x4), Y = At M A (2x2).
+// lower/weight_packing.cc computes U on the host for constant weights (in double).
 constexpr int kBt[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 constexpr int kAt[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
@@ -44,39 +45,34 @@ Expr pick(const Expr& index, const std::vector<Expr>& cases) {
 
 }  // namespace
 
-bool winograd_applies(int64_t oc, int64_t c, int64_t kh, int64_t kw, const ConvNdAttrs& a, int64_t oh, int64_t ow) {
-  if (a.dims() != 2 || a.groups != 1 || kh != 3 || kw != 3) return false;
-  for (size_t i = 0; i < 2; ++i)
-    if (a.strides[i] != 1 || a.dilation[i] != 1) return false;
-  int64_t co = conv_channel_block(oc, 1);
-  int64_t u_bytes = 16 * c * ((oc + co - 1) / co * co) * 4;
-  return oh >= 2 && ow >= 2 && c >= 8 && u_bytes <= (int64_t{4} << 20);
-}
-
-relay::HostTensor pack_winograd_weight(const relay::HostTensor& w) {
-  KILN_USER_CHECK(w.rank() == 4 && w.shape()[2] == 3 && w.shape()[3] == 3 && w.dtype() == relay::DataType::f32())
-      << "pack_winograd_weight: weight " << w.type().str() << " is not float32 [OC, C, 3, 3]";
-  int64_t oc = w.shape()[0], c = w.shape()[1], co = conv_channel_block(oc, 1), nblk = (oc + co - 1) / co;
-  const float* g = w.data_as<float>();
-  std::vector<float> u(static_cast<size_t>(16 * nblk * c * co), 0.0f);
-  for (int64_t o = 0; o < oc; ++o) {
-    for (int64_t ci = 0; ci < c; ++ci) {
-      const float* k = g + (o * c + ci) * 9;
-      double gk[4][3];  // G g
-      for (int i = 0; i < 4; ++i)
-        for (int l = 0; l < 3; ++l) gk[i][l] = kG[i][0] * k[l] + kG[i][1] * k[3 + l] + kG[i][2] * k[6 + l];
-      for (int i = 0; i < 4; ++i) {
-        for (int j = 0; j < 4; ++j) {
-          double v = kG[j][0] * gk[i][0] + kG[j][1] * gk[i][1] + kG[j][2] * gk[i][2];
-          u[static_cast<size_t>((((i * 4 + j) * nblk + o / co) * c + ci) * co + o % co)] = static_cast<float>(v);
+Tensor winograd_weight_transform(const Tensor& w, int64_t co, const std::string& name) {
+  KILN_USER_CHECK(w.ndim() == 4 && w.shape()[2] == 3 && w.shape()[3] == 3 && co >= 1)
+      << name << ": the Winograd filter transform needs a weight [OC, C, 3, 3], got " << w.name();
+  int64_t oc = w.shape()[0], c = w.shape()[1], nblk = (oc + co - 1) / co;
+  return compute({16, nblk, c, co}, [&](Var e, Var ob, Var ci, Var lane) {
+    Expr o = ob * c32(co) + lane;
+    Expr oo = nblk * co == oc ? o : ir::min(o, c32(oc - 1));
+    std::vector<Expr> cases;
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        Expr acc;
+        for (int r = 0; r < 3; ++r) {
+          for (int q = 0; q < 3; ++q) {
+            double k = kG[i][r] * kG[j][q];
+            if (k == 0) continue;
+            Expr term = w(oo, ci, c32(r), c32(q)) * ir::make_const(w.dtype(), k);
+            acc = acc.defined() ? acc + term : term;
+          }
         }
+        cases.push_back(acc);
       }
     }
-  }
-  return relay::HostTensor(relay::DataType::f32(), {16, nblk, c, co}, u.data());
+    Expr u = pick(e, cases);
+    return nblk * co == oc ? u : ir::select(o < c32(oc), u, ir::make_zero(w.dtype()));
+  }, name + kPackSuffix);
 }
 
-Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, const ConvNdAttrs& a,
+Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, const ConvNdAttrs& a, int64_t row_multiple,
                               const std::string& name) {
   KILN_USER_CHECK(x.ndim() == 4 && u.ndim() == 4 && u.shape()[0] == 16)
       << name << ": Winograd conv2d needs data [N, C, H, W] and a transformed weight [16, OC/co, C, co], got "
@@ -93,9 +89,10 @@ Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, cons
   KILN_USER_CHECK(oh >= 1 && ow >= 1) << name << ": a 3x3 kernel exceeds the padded input";
   int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
   // Padded to whole tiles: the rows and columns past the real padding only feed outputs past
-  // OH x OW, which the result never reads. Rows longer than 16 are widened to whole vectors
-  // (zeros never read) so that the pad vectorizes.
-  int64_t row = 2 * tw + 2, padded_row = row > 16 ? (row + 15) / 16 * 16 : row;
+  // OH x OW, which the result never reads. Rows longer than row_multiple are widened to whole
+  // vectors (zeros never read) so that the pad vectorizes.
+  int64_t row = 2 * tw + 2;
+  int64_t padded_row = row > row_multiple ? (row + row_multiple - 1) / row_multiple * row_multiple : row;
   Tensor xp = pad_masked(x, {0, 0, a.padding[0], a.padding[1]},
                          {0, 0, 2 * th + 2 - h - a.padding[0], padded_row - w - a.padding[1]},
                          ir::make_zero(x.dtype()), name + kPadSuffix);

@@ -194,6 +194,30 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& reps, const std::string
   }, name);
 }
 
+Tensor pad_masked(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                  const Expr& value, const std::string& name) {
+  int nd = x.ndim();
+  KILN_USER_CHECK(static_cast<int>(before.size()) == nd && static_cast<int>(after.size()) == nd)
+      << name << ": pads must give one value per dimension of " << x.name();
+  std::vector<int64_t> shape(nd);
+  for (int d = 0; d < nd; ++d) shape[d] = x.shape()[d] + before[d] + after[d];
+  return compute(shape, [&](const std::vector<Var>& idx) {
+    // The load is only evaluated where `inside` holds (codegen branches or masks a select whose
+    // load may leave its tensor), so the index needs no clamping.
+    Expr inside;
+    std::vector<Expr> src(nd);
+    for (int d = 0; d < nd; ++d) {
+      src[d] = before[d] == 0 ? Expr(idx[d]) : idx[d] - Expr(static_cast<int>(before[d]));
+      if (before[d] == 0 && after[d] <= 0) continue;
+      Expr in = before[d] == 0 ? src[d] < Expr(static_cast<int>(x.shape()[d]))
+                               : src[d] >= 0 && src[d] < Expr(static_cast<int>(x.shape()[d]));
+      inside = inside.defined() ? inside && in : in;
+    }
+    if (!inside.defined()) return x(src);
+    return ir::select(inside, x(src), value);
+  }, name);
+}
+
 Tensor pad_with(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after, PadMode mode,
                 double value, const std::string& name) {
   int nd = x.ndim();

@@ -1,30 +1,17 @@
-// Default CPU schedules of fused groups anchored by an nn op of the op library
-// (te/ops/nn_*.h, lowered through te/ops/register_b.h), and the building blocks they share.
+// CPU schedules of fused groups with an anchor op (conv, dense, matmul, pool, softmax, a norm,
+// ...: the group's OutElementwiseFusable or Opaque op), and the building blocks the templates
+// share. Which template schedules a group is the lowering layer's strategy's choice
+// (lower/strategy.h); every template reads the target's facts (lanes, registers, caches, cores)
+// and declares its knobs through a Config, so the autotuner can explore them:
 //
-// How the graph compiler calls it, for one fused group:
-//
-//   std::vector<te::Tensor> outs = ...;      // the group's outputs: what the kernel writes
-//   te::Tensor anchor = lowered(anchor_call); // the tensor the anchor op's FLower returned
 //   schedule::Config cfg;                     // defaults; or a tuning record's choices
-//   schedule::Schedule s = schedule::schedule_anchor_cpu(outs, anchor, cfg);
-//   ir::PrimFunc f = codegen::lower_to_ir(s, inputs_then_outputs, name);
+//   schedule::Schedule s = schedule::schedule_anchor_cpu(outs, anchor, schedule_conv_cpu, target, cfg);
 //
-// In kiln's lowering (relay/lower_graph.h) that is, in schedule_group: the anchor's te tensor is
-// p.member_outputs[i][0] for the i with group.calls[i] == group.anchor; call this when
-// anchor_template_name(tensor) is not "generic", else keep the generic schedule. For constant
-// conv/dense weights, lower the anchor with te::ops::weight_prepack (te/ops/register_b.h) so
-// the kernel does not repack them per call (nn.conv2d_NCHWc weights are packed by alter_layout).
-//
-// The anchor is the group's OutElementwiseFusable or Opaque op (conv, conv2d_NCHWc, dense,
-// matmul, pool, softmax, a normalization, ...). What follows it in the group must be elementwise, broadcast or
-// injective (e.g. conv + bias_add + add + relu): those stages are inlined into the output, and
-// when the group has one output with the anchor's shape the anchor is computed tile by tile in
-// registers inside that output's loops (conv2d_cpu.h, dense_cpu.h). Stages feeding the anchor
-// that are not the anchor's own (a fused injective producer) are inlined too. Anchors this file
-// has no template for, and groups without one of its ops, get schedule_generic_cpu.
-//
-// Every template declares its knobs through `cfg` (schedule/config.h), so the autotuner can
-// explore them; a Config with no choices gives the defaults described in each template header.
+// What follows the anchor in the group must be elementwise, broadcast or injective (e.g. conv +
+// bias_add + add + relu): those stages are inlined into the output, and when the group has one
+// output with the anchor's shape the anchor is computed tile by tile in registers inside that
+// output's loops (conv2d_cpu.h, dense_cpu.h). Stages feeding the anchor that are not the
+// anchor's own (a fused injective producer) are inlined too.
 #pragma once
 
 #include <cstdint>
@@ -33,26 +20,31 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
-Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, Config& cfg);
+// A template for one anchor op: places the anchor's own stages (found by their name suffixes,
+// "<name>.pad", "<name>.blocked", ...) with the tile loops on `tiled` (the anchor itself, or the
+// group's single output of the anchor's shape, its elementwise tail inlined).
+using AnchorTemplate = void (*)(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
+                                Config& cfg);
 
-// The template family schedule_anchor_cpu picks for an anchor ("conv", "conv_winograd", "conv_nchwc",
-// "depthwise", "dense", "matmul", "pool", "global_pool", "softmax", "norm", "generic"), e.g. to
-// name tuning tasks.
-const char* anchor_template_name(const te::Tensor& anchor);
+// The schedule of a group with an anchor: `tmpl` for the anchor's stages, the rest inlined or
+// given generic loops; a null `tmpl` gives schedule_generic_cpu.
+Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, AnchorTemplate tmpl,
+                             const Target& target, Config& cfg);
 
 // ---- building blocks ----------------------------------------------------------------------
 
 // A schedule for any group: every non-output stage without a reduction is inlined; reductions
 // and outputs are computed at the root, each with schedule_loops_cpu.
-Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs);
+Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs, const Target& target);
 
 // Parallel outer loops (fused into one) and a vectorized innermost loop (split by
 // vector_width(extent, lanes) when that is at least 4) for a root stage; a reduction stage
 // keeps its reduce loops inside and vectorizes nothing.
-void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes = 16);
+void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes);
 
 // Inlines every compute stage reachable from `outputs` that has no reduction, is not an output
 // and is not in `keep`.
@@ -64,25 +56,25 @@ te::Tensor input_with_suffix(const te::Tensor& t, const std::string& suffix);
 
 // The largest divisor of n that is at most cap (at least 1).
 int64_t largest_divisor(int64_t n, int64_t cap);
-// The largest power of two dividing n that is at most cap: vector widths. (LLVM legalizes odd
-// widths such as <56 x float> poorly: splats become insert chains and spill.)
-int64_t vector_width(int64_t n, int64_t cap = 16);
+// The largest power of two dividing n that is at most cap (the target's lanes): vector widths.
+// (LLVM legalizes odd widths such as <56 x float> poorly: splats become insert chains and spill.)
+int64_t vector_width(int64_t n, int64_t cap);
 
 // Vectorizes the stage's innermost root axis by vector_width(extent, lanes) lanes when that is
 // at least 4. Returns whether it vectorized.
-bool vectorize_innermost(Stage st, int64_t lanes = 16);
+bool vectorize_innermost(Stage st, int64_t lanes);
 
 // Splits the stage's root axes [0, count) off for parallelism: fuses them into one loop and
 // marks it parallel; returns it (the single axis when count == 1).
 ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes);
 
 // A pad or pack stage feeding a kernel, computed once at the root, parallel over its two outer
-// axes; with `vectorize`, rows are vectorized (masked loads at a pad's borders). Nothing for an
+// axes; with lanes > 1, rows are vectorized (masked loads at a pad's borders). Nothing for an
 // undefined tensor or a placeholder.
-void compute_root_parallel(Schedule& s, const te::Tensor& t, bool vectorize);
+void compute_root_parallel(Schedule& s, const te::Tensor& t, int64_t lanes);
 
 // A padded input: at the root (compute_root_parallel), or computed at `at` of `consumer`, for
-// just the region that iteration reads (rows vectorized too).
-void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::IterVar& at, bool at_root);
+// just the region that iteration reads (rows vectorized by `lanes` too).
+void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::IterVar& at, bool at_root, int64_t lanes);
 
 }  // namespace kiln::schedule

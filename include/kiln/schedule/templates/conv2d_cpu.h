@@ -29,19 +29,21 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
 // `conv` is what conv_nd returned; `tiled` is the stage carrying the tile loops: conv itself, or
 // the group's output of conv's shape with the elementwise tail (already inlined or left to
 // inline: this inlines conv's unpacking stage). Other stages are left alone.
-void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
+void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target, Config& cfg);
 
 // The same register tiling for conv2d_nchwc (blocked layout in and out): the lanes of the output
 // block are already innermost, so the write-out is contiguous. `tiled` is conv itself or the
 // group's output of its shape. Knobs: tile_ow, tile_oh, oc_blocks, reduce_order (channel blocks
 // outside or inside the window; the lanes of a channel block stay innermost), unroll_kw.
-void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
+void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                             Config& cfg);
 
 // Input channels per partial sum of a register tile whose sums run over cg channels x taps
 // kernel taps (each chunk summed from zero, then added: less rounding error), or 0 for one

@@ -26,14 +26,15 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
 // `dense` is what te::ops::dense returned; `tiled` is dense itself or the group's output of the
 // same shape (its elementwise tail inlined).
-void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, Config& cfg);
+void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, const Target& target, Config& cfg);
 
 // `matmul` is what te::ops::batch_matmul returned; `tiled` as above.
-void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& matmul, Config& cfg);
+void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& matmul, const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule

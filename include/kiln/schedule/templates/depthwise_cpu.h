@@ -12,11 +12,12 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
 // `conv` is what depthwise_conv_nd returned; `tiled` is conv itself or the group's output of
 // the same shape.
-void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
+void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule

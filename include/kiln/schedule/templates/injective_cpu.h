@@ -1,7 +1,8 @@
 // Default CPU schedule of an injective group: a fused group of elementwise, broadcast and
 // injective computes (no reduction). Knobs (schedule/config.h):
 //
-//   vector_bytes   width of the vectorized inner loop in bytes (16, 32, 64)   default 64
+//   vector_bytes   width of the vectorized inner loop in bytes: half, one or two of the
+//                  target's vector registers                  default one (32 on AVX2, 64 on AVX-512)
 //   parallel_min   outputs with fewer elements than this stay on one thread     default 8192
 //                  (0: always parallel; the last candidate means never)
 //
@@ -19,17 +20,20 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
 // Schedules the group of `outputs` (all stages of `s` belong to the group; placeholders are its
 // inputs). kiln::Error if a stage is a reduction: use reduction_cpu for those groups.
-void injective_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, Config& cfg);
-inline void injective_cpu(Schedule& s, const te::Tensor& output, Config& cfg) { injective_cpu(s, std::vector<te::Tensor>{output}, cfg); }
+void injective_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg);
 
 // The loop structure above for one root stage only (fuse, split, vectorize, parallel); other
 // stages are left alone. Used by reduction_cpu for the elementwise tail of a reduction.
-void schedule_injective_stage(Schedule& s, const te::Tensor& t, Config& cfg);
+void schedule_injective_stage(Schedule& s, const te::Tensor& t, const Target& target, Config& cfg);
+
+// The vector_bytes knob's candidates: half, one and two of the target's vector registers.
+std::vector<int64_t> vector_byte_choices(const Target& target);
 
 // Inlines every compute stage of `s` that is neither a schedule output nor a reduction nor
 // multi-output (the injective producers of a group).

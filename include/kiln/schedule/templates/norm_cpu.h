@@ -9,11 +9,12 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
 // `norm` is what a te::ops normalization / softmax / lrn returned; `tiled` is it or the group's
 // output of the same shape.
-void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& norm, Config& cfg);
+void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& norm, const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule

@@ -7,11 +7,12 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
 // `pool` is what a te::ops pool returned; `tiled` is pool itself or the group's output of the
 // same shape.
-void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, Config& cfg);
+void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule

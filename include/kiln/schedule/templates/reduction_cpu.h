@@ -3,7 +3,8 @@
 // Knobs (schedule/config.h), besides injective_cpu's for the tail:
 //
 //   reduce_vector_bytes  vector width, in bytes, over the innermost kept axis when the
-//                        reduced axes are not innermost (16, 32, 64)        default 64
+//                        reduced axes are not innermost: half, one or two of the target's
+//                        vector registers                                  default one
 //   reduce_parallel_min  reductions reading fewer input elements than this stay on one
 //                        thread (0: always; the last candidate: never)     default 8192
 //
@@ -20,10 +21,10 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
-void reduction_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, Config& cfg);
-inline void reduction_cpu(Schedule& s, const te::Tensor& output, Config& cfg) { reduction_cpu(s, std::vector<te::Tensor>{output}, cfg); }
+void reduction_cpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule

@@ -25,11 +25,12 @@
 
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
 
 namespace kiln::schedule {
 
 // `conv` is what conv2d_winograd_packed returned; `tiled` is conv or the group's output of its
 // shape with the elementwise tail.
-void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, Config& cfg);
+void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule

@@ -11,14 +11,15 @@
 //   <name>          the result in NC[D]HW: blocked[n, oc/co, o..., oc%co]
 //
 // When OC is not a multiple of co (groups == 1 only), the packed weight is zero-padded to
-// whole blocks and the padded channels are never read back.
+// whole blocks and the padded channels are never read back. The block co and the padded row
+// width come from the target (ConvLayout; lower/strategy.h picks them: co is one vector
+// register's lanes). lower/weight_packing.h packs a constant weight at compile time.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "kiln/relay/host_tensor.h"
 #include "kiln/te/operation.h"
 
 namespace kiln::te::ops {
@@ -37,29 +38,33 @@ inline constexpr const char* kPadSuffix = ".pad";
 inline constexpr const char* kPackSuffix = ".wpack";
 inline constexpr const char* kBlockedSuffix = ".blocked";
 
-// The output-channel block conv_nd uses for `oc` output channels per group (groups > 1) or in
-// total (groups 1): with groups 1 the power of two >= oc up to 16 (channels past oc are zero
-// padding), with groups the largest divisor of the group's channels up to 16.
-int64_t conv_channel_block(int64_t oc_per_group, int64_t groups);
+// The blocked layout of conv_nd's core and its padded input.
+struct ConvLayout {
+  int64_t oc_block = 1;      // co: output channels per block (conv_channel_block)
+  int64_t row_multiple = 1;  // a padded row longer than this is widened to a multiple of it
+};
 
-// x [N, C, S...], w [OC, C/groups, K...] -> [N, OC, O...]; oc_block 0 picks
-// conv_channel_block. Depthwise-like convolutions (one input channel per group) should use
-// depthwise_conv_nd instead (a block of output channels would span groups).
-Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t oc_block = 0,
+// The output-channel block for `oc` output channels per group (groups > 1) or in total
+// (groups 1): with groups 1 the power of two >= oc up to `lanes` (channels past oc are zero
+// padding), with groups the largest divisor of the group's channels up to `lanes`.
+int64_t conv_channel_block(int64_t oc_per_group, int64_t groups, int64_t lanes);
+
+// x [N, C, S...], w [OC, C/groups, K...] -> [N, OC, O...]. Depthwise-like convolutions (one
+// input channel per group) should use depthwise_conv_nd instead (a block of output channels
+// would span groups).
+Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const ConvLayout& layout,
                const std::string& name = "conv");
 
-// conv_nd with its weight already packed ([OC/co, C/groups, K..., co], as pack_conv_weight
-// makes it): no "<name>.wpack" stage; `oc` is the number of output channels.
+// conv_nd with its weight already packed ([OC/co, C/groups, K..., co], lower/weight_packing.h):
+// no "<name>.wpack" stage; `oc` is the number of output channels, co the packed block.
 Tensor conv_nd_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, const ConvNdAttrs& a,
-                      const std::string& name = "conv");
-
-// The packed weight conv_nd's "<name>.wpack" stage computes, on the host, for a constant weight
-// [OC, C/groups, K...] (blocks of conv_channel_block; padded channels are zero).
-relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups);
+                      int64_t row_multiple, const std::string& name = "conv");
 
 // One input channel per group (groups == C): out[n, oc] reads input channel oc / (OC / C).
-// Stages: <name>.pad (if padded), <name> (the reduction, in NC[D]HW).
-Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name = "dwconv");
+// Stages: <name>.pad (if padded; rows widened to a multiple of row_multiple), <name> (the
+// reduction, in NC[D]HW).
+Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,
+                         const std::string& name = "dwconv");
 
 // x [N, C, S...], w [C, OC/groups, K...] -> [N, OC, O...] with O = (S-1)*s + d*(K-1) + 1
 // - pad_begin - pad_end + output_padding. Stages: <name>.dilated (x with stride-1 zeros

@@ -14,23 +14,19 @@
 #include <string>
 #include <vector>
 
-#include "kiln/relay/host_tensor.h"
 #include "kiln/te/operation.h"
 
 namespace kiln::te::ops {
 
-// The panel width dense uses for n output columns: the power of two >= n up to 16.
-int64_t dense_panel_width(int64_t n);
+// The panel width for n output columns: the power of two >= n up to `lanes` (one vector).
+int64_t dense_panel_width(int64_t n, int64_t lanes);
 
-// x [M, K], w [N, K] -> [M, N]; panel 0 picks dense_panel_width.
-Tensor dense(const Tensor& x, const Tensor& w, int64_t panel = 0, const std::string& name = "dense");
+// x [M, K], w [N, K] -> [M, N] through panels of `panel` columns (dense_panel_width).
+Tensor dense(const Tensor& x, const Tensor& w, int64_t panel, const std::string& name = "dense");
 
-// dense with its weight already packed ([N/nr, K, nr], as pack_dense_weight makes it): no
+// dense with its weight already packed ([N/nr, K, nr], lower/weight_packing.h): no
 // "<name>.wpack" stage; `n` is the number of output columns.
 Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const std::string& name = "dense");
-
-// The panels dense's "<name>.wpack" stage computes, on the host, for a constant weight [N, K].
-relay::HostTensor pack_dense_weight(const relay::HostTensor& w);
 
 // numpy matmul: a [..., M, K] x b [..., K, N] -> [broadcast(...), M, N]; a 1-D a is a row
 // vector and a 1-D b a column vector, and their dims are dropped from the result. One stage.

@@ -6,7 +6,7 @@
 // reductions over C plus a few additions: close to a direct convolution's.
 //
 // The filter transform reads only the weight: for a constant weight a graph compiler does it
-// once, at compile time (pack_winograd_weight). Stages of conv2d_winograd_packed:
+// once, at compile time (lower/weight_packing.h). Stages of conv2d_winograd_packed:
 //   <name>.pad           x zero-padded to 2*TH+2 rows by 2*TW+2 columns (TH, TW: tile counts)
 //   <name>.wino_in       V [N, 16, C, TH, TW]: each tile's 16 transformed inputs
 //   <name>.wino_gemm     M [N, 16, OC/co, TH, TW, co] = sum_c U[e, ob, c, :] * V[n, e, c, tile]
@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <string>
 
-#include "kiln/relay/host_tensor.h"
 #include "kiln/te/ops/nn_conv.h"
 
 namespace kiln::te::ops {
@@ -26,20 +25,14 @@ inline constexpr const char* kWinogradInSuffix = ".wino_in";
 inline constexpr const char* kWinogradGemmSuffix = ".wino_gemm";
 inline constexpr const char* kWinogradOutSuffix = ".wino_out";
 
-// Whether the Winograd form is used for a float32 conv2d with constant weight [OC, C, KH, KW]
-// and these attributes over an output of OH x OW: 3x3, stride 1, dilation 1, one group, and a
-// transformed weight of at most 4 MiB (16*C*OC floats; larger ones stream from the last-level
-// cache on every call and lose to the direct conv: resnet18's 512-channel layer, 16 MiB,
-// measured 1.47 ms against 0.95).
-bool winograd_applies(int64_t oc, int64_t c, int64_t kh, int64_t kw, const ConvNdAttrs& a, int64_t oh, int64_t ow);
+// The filter transform as a stage "<name>.wpack": w [OC, C, 3, 3] -> U [16, OC/co, C, co]
+// (channels past OC are zero), for a weight that is not a compile-time constant.
+Tensor winograd_weight_transform(const Tensor& w, int64_t co, const std::string& name = "conv2d");
 
-// The filter transform of a constant weight [OC, C, 3, 3] -> U [16, OC/co, C, co], co =
-// conv_channel_block(OC, 1) (channels past OC are zero), computed in double.
-relay::HostTensor pack_winograd_weight(const relay::HostTensor& w);
-
-// x [N, C, H, W] convolved by the weight U packs (OC output channels, 3x3, stride 1, dilation
-// 1, one group) -> [N, OC, OH, OW].
-Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, const ConvNdAttrs& a,
+// x [N, C, H, W] convolved by a transformed weight U [16, OC/co, C, co] (OC output channels,
+// 3x3, stride 1, dilation 1, one group) -> [N, OC, OH, OW]; padded rows longer than
+// row_multiple are widened to a multiple of it.
+Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, const ConvNdAttrs& a, int64_t row_multiple,
                               const std::string& name = "conv2d");
 
 }  // namespace kiln::te::ops

@@ -44,6 +44,11 @@ enum class PadMode { Constant, Reflect, Edge, Wrap };
 // the edge; Wrap continues periodically.
 Tensor pad_with(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after, PadMode mode,
                 double value = 0.0, const std::string& name = "pad");
+// x grown by before[d] / after[d] (>= 0) elements per axis, filled with `value`, where x is read
+// only where the index falls inside it (no clamped indices): a vectorized loop over the last
+// dim becomes masked vector loads instead of gathers. The padded inputs of convolutions.
+Tensor pad_masked(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                  const ir::Expr& value, const std::string& name = "pad");
 
 // NCHW [N, C, H, W] -> [N, C/b^2, H*b, W*b]. DCR (crd false): depth is (row, col, channel);
 // CRD: (channel, row, col).

@@ -1,11 +1,13 @@
 // make_graph_plan: the runtime's view of a fused, memory-planned module.
 #include <cstring>
 
-#include "kiln/relay/lower_graph.h"
+#include "kiln/lower/lower.h"
 #include "kiln/runtime/version.h"
 #include "kiln/support/error.h"
 
-namespace kiln::relay {
+namespace kiln::lower {
+
+using namespace relay;  // NOLINT(google-build-using-namespace)
 
 namespace {
 constexpr size_t kWeightAlignment = 64;  // kernels assume 64-byte aligned arguments (codegen/build.h)
@@ -26,13 +28,13 @@ DLDataType to_dlpack(DataType t) {
 }
 
 runtime::GraphPlan make_graph_plan(const FusedModule& m, const MemoryPlan& memory,
-                                   const std::vector<std::string>& kernel_names, const std::string& target,
+                                   const std::vector<std::string>& kernel_names, const Target& target,
                                    std::vector<uint8_t>* weights) {
   KILN_CHECK(kernel_names.size() == m.groups.size())
       << kernel_names.size() << " kernel names for " << m.groups.size() << " groups";
   runtime::GraphPlan plan;
   plan.kiln_version = KILN_VERSION_STRING;
-  plan.target = target;
+  plan.target = target.str();
   plan.storage_bytes = memory.storage_bytes;
   weights->clear();
   for (const MemoryPlan::Entry& e : memory.entries) {
@@ -71,4 +73,4 @@ runtime::GraphPlan make_graph_plan(const FusedModule& m, const MemoryPlan& memor
   return plan;
 }
 
-}  // namespace kiln::relay
+}  // namespace kiln::lower

@@ -6,9 +6,9 @@
 #include "kiln/support/error.h"
 #include "kiln/te/ops/elemwise.h"
 #include "kiln/te/ops/transform.h"
-#include "register_a_util.h"
+#include "op_table.h"
 
-namespace kiln::te::ops::detail_a {
+namespace kiln::lower::detail {
 
 namespace {
 
@@ -185,7 +185,7 @@ const std::map<std::string, BinaryFn>& binary_ops() {
 
 }  // namespace
 
-void register_elemwise_a() {
+void add_elemwise_lowerings() {
   for (const auto& [name, fn] : unary_ops()) {
     set_lowering(name, [name = name, fn = fn](const std::vector<Tensor>& in, const Attrs& attrs,
                                               const relay::Type& out) -> std::vector<Tensor> {
@@ -218,7 +218,7 @@ void register_elemwise_a() {
                  int64_t axis = attrs.get_int("axis");
                  KILN_USER_CHECK(axis >= 0 && axis < x.ndim()) << "axis " << axis << " out of range";
                  DataType t = x.dtype();
-                 return {compute(x.shape(), [&](const std::vector<ir::Var>& idx) {
+                 return {te::compute(x.shape(), [&](const std::vector<ir::Var>& idx) {
                    ScalarFn f = [](const std::vector<Expr>& v) { return v[0] + v[1]; };
                    return apply_in_compute_type(f, {x(std::vector<Expr>(idx.begin(), idx.end())), b(idx[axis])}, t);
                  }, "bias_add")};
@@ -231,4 +231,4 @@ void register_elemwise_a() {
   });
 }
 
-}  // namespace kiln::te::ops::detail_a
+}  // namespace kiln::lower::detail

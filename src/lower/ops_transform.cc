@@ -1,12 +1,11 @@
 // Lowerings of the injective ops: reshape, transpose, concatenate, split, strided_slice,
 // broadcast_to, tile, pad, depth_to_space / space_to_depth, trilu, take, gather_elements,
 // gather_nd, one_hot.
-#include "kiln/relay/op.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/transform.h"
-#include "register_a_util.h"
+#include "op_table.h"
 
-namespace kiln::te::ops::detail_a {
+namespace kiln::lower::detail {
 
 namespace {
 
@@ -33,15 +32,11 @@ int64_t layout_block(const std::string& s) {
 
 }  // namespace
 
-void register_transform_a() {
-  // Registered by relay's alter_layout on first use: lowered once it exists (a later
-  // register_lowerings_a() call fills it in).
-  if (relay::find_op("layout_transform")) {
-    set_lowering("layout_transform", [](const Inputs& in, const Attrs& a, const relay::Type&) -> Lowered {
-      return {layout_transform(in[0], layout_block(a.get_str("src_layout")), layout_block(a.get_str("dst_layout")),
-                               "layout_transform")};
-    });
-  }
+void add_transform_lowerings() {
+  set_lowering("layout_transform", [](const Inputs& in, const Attrs& a, const relay::Type&) -> Lowered {
+    return {layout_transform(in[0], layout_block(a.get_str("src_layout")), layout_block(a.get_str("dst_layout")),
+                             "layout_transform")};
+  });
   set_lowering("reshape", [](const Inputs& in, const Attrs&, const relay::Type& out) -> Lowered {
     return {reshape(in[0], te_shape(out), "reshape")};
   });
@@ -107,4 +102,4 @@ void register_transform_a() {
   });
 }
 
-}  // namespace kiln::te::ops::detail_a
+}  // namespace kiln::lower::detail

@@ -1,16 +1,41 @@
-#include "kiln/te/ops/nn.h"
+// Plain single-stage tensor programs the schedule and codegen tests schedule by hand: a matmul,
+// a direct NCHW conv2d, pooling, softmax and sums as one compute each (plus their pads). Test
+// fixtures, not the op library (te/ops): its ops are shaped for the CPU templates (blocked
+// convs, packed weights), these for exercising schedule primitives.
+#pragma once
 
+#include <array>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "kiln/support/error.h"
+#include "kiln/te/operation.h"
 #include "kiln/te/reduce.h"
 
-namespace kiln::te::ops {
+namespace kiln::test_ops {
 
+using te::Tensor;
 using ir::Expr;
 using ir::Var;
+using te::compute;
+using te::reduce_axis;
 
-Tensor matmul(const Tensor& a, const Tensor& b, const std::string& name) {
+struct Conv2dAttrs {
+  std::array<int64_t, 2> stride{1, 1};
+  std::array<int64_t, 4> pad{0, 0, 0, 0};  // top, left, bottom, right
+  std::array<int64_t, 2> dilation{1, 1};
+  int64_t groups = 1;
+};
+
+struct Pool2dAttrs {
+  std::array<int64_t, 2> kernel{2, 2};
+  std::array<int64_t, 2> stride{2, 2};
+  std::array<int64_t, 4> pad{0, 0, 0, 0};  // top, left, bottom, right
+  bool count_include_pad = false;          // average pooling only
+};
+
+inline Tensor matmul(const Tensor& a, const Tensor& b, const std::string& name = "matmul") {
   KILN_USER_CHECK(a.ndim() == 2 && b.ndim() == 2 && a.shape()[1] == b.shape()[0])
       << name << ": cannot multiply " << a.name() << " and " << b.name() << " (shapes must be [M, K] x [K, N])";
   auto k = reduce_axis(a.shape()[1], "k");
@@ -18,8 +43,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const std::string& name) {
                  {"i", "j"});
 }
 
-Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after, double value,
-           const std::string& name) {
+inline Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after, double value = 0.0,
+                  const std::string& name = "pad") {
   int nd = x.ndim();
   KILN_USER_CHECK(static_cast<int>(before.size()) == nd && static_cast<int>(after.size()) == nd)
       << name << ": pads must give one value per dimension of " << x.name();
@@ -40,31 +65,8 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& before, const std::vecto
   }, name);
 }
 
-Tensor pad_masked(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
-                  const Expr& value, const std::string& name) {
-  int nd = x.ndim();
-  KILN_USER_CHECK(static_cast<int>(before.size()) == nd && static_cast<int>(after.size()) == nd)
-      << name << ": pads must give one value per dimension of " << x.name();
-  std::vector<int64_t> shape(nd);
-  for (int d = 0; d < nd; ++d) shape[d] = x.shape()[d] + before[d] + after[d];
-  return compute(shape, [&](const std::vector<Var>& idx) {
-    // The load is only evaluated where `inside` holds (codegen branches or masks a select whose
-    // load may leave its tensor), so the index needs no clamping.
-    Expr inside;
-    std::vector<Expr> src(nd);
-    for (int d = 0; d < nd; ++d) {
-      src[d] = before[d] == 0 ? Expr(idx[d]) : idx[d] - Expr(static_cast<int>(before[d]));
-      if (before[d] == 0 && after[d] <= 0) continue;
-      Expr in = before[d] == 0 ? src[d] < Expr(static_cast<int>(x.shape()[d]))
-                               : src[d] >= 0 && src[d] < Expr(static_cast<int>(x.shape()[d]));
-      inside = inside.defined() ? inside && in : in;
-    }
-    if (!inside.defined()) return x(src);
-    return ir::select(inside, x(src), value);
-  }, name);
-}
 
-Tensor conv2d_nchw(const Tensor& x, const Tensor& w, const Conv2dAttrs& a, const std::string& name) {
+inline Tensor conv2d_nchw(const Tensor& x, const Tensor& w, const Conv2dAttrs& a, const std::string& name = "conv2d") {
   KILN_USER_CHECK(x.ndim() == 4 && w.ndim() == 4) << name << ": conv2d_nchw needs 4-d input and weight";
   int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], wd = x.shape()[3];
   int64_t oc = w.shape()[0], cg = w.shape()[1], kh = w.shape()[2], kw = w.shape()[3];
@@ -88,17 +90,15 @@ Tensor conv2d_nchw(const Tensor& x, const Tensor& w, const Conv2dAttrs& a, const
   }, name, {"n", "oc", "oh", "ow"});
 }
 
-namespace {
-std::array<int64_t, 2> pooled_extent(const Tensor& x, const Pool2dAttrs& a, const std::string& name) {
+inline std::array<int64_t, 2> pooled_extent(const Tensor& x, const Pool2dAttrs& a, const std::string& name) {
   KILN_USER_CHECK(x.ndim() == 4) << name << ": pooling needs a 4-d NCHW input";
   int64_t oh = (x.shape()[2] + a.pad[0] + a.pad[2] - a.kernel[0]) / a.stride[0] + 1;
   int64_t ow = (x.shape()[3] + a.pad[1] + a.pad[3] - a.kernel[1]) / a.stride[1] + 1;
   KILN_USER_CHECK(oh > 0 && ow > 0) << name << ": pooling window larger than the padded input";
   return {oh, ow};
 }
-}  // namespace
 
-Tensor max_pool2d_nchw(const Tensor& x, const Pool2dAttrs& a, const std::string& name) {
+inline Tensor max_pool2d_nchw(const Tensor& x, const Pool2dAttrs& a, const std::string& name = "max_pool2d") {
   auto [oh, ow] = pooled_extent(x, a, name);
   bool padded = a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3];
   Tensor xp = padded ? pad(x, {0, 0, a.pad[0], a.pad[1]}, {0, 0, a.pad[2], a.pad[3]},
@@ -111,7 +111,7 @@ Tensor max_pool2d_nchw(const Tensor& x, const Pool2dAttrs& a, const std::string&
   }, name, {"n", "c", "oh", "ow"});
 }
 
-Tensor avg_pool2d_nchw(const Tensor& x, const Pool2dAttrs& a, const std::string& name) {
+inline Tensor avg_pool2d_nchw(const Tensor& x, const Pool2dAttrs& a, const std::string& name = "avg_pool2d") {
   auto [oh, ow] = pooled_extent(x, a, name);
   bool padded = a.pad[0] || a.pad[1] || a.pad[2] || a.pad[3];
   Tensor xp = padded ? pad(x, {0, 0, a.pad[0], a.pad[1]}, {0, 0, a.pad[2], a.pad[3]}, 0.0, name + ".pad") : x;
@@ -133,7 +133,7 @@ Tensor avg_pool2d_nchw(const Tensor& x, const Pool2dAttrs& a, const std::string&
   }, name, {"n", "c", "oh", "ow"});
 }
 
-Tensor softmax_last_axis(const Tensor& x, const std::string& name) {
+inline Tensor softmax_last_axis(const Tensor& x, const std::string& name = "softmax") {
   int nd = x.ndim();
   KILN_USER_CHECK(nd >= 1) << name << ": softmax of a scalar";
   std::vector<int64_t> outer(x.shape().begin(), x.shape().end() - 1);
@@ -163,7 +163,7 @@ Tensor softmax_last_axis(const Tensor& x, const std::string& name) {
   }, name);
 }
 
-Tensor reduce_sum(const Tensor& x, int axis, const std::string& name) {
+inline Tensor reduce_sum(const Tensor& x, int axis, const std::string& name = "sum") {
   int nd = x.ndim();
   KILN_USER_CHECK(axis >= 0 && axis < nd) << name << ": axis " << axis << " out of range for " << x.name();
   std::vector<int64_t> shape;
@@ -177,4 +177,4 @@ Tensor reduce_sum(const Tensor& x, int axis, const std::string& name) {
   }, name);
 }
 
-}  // namespace kiln::te::ops
+}  // namespace kiln::test_ops

@@ -1,11 +1,11 @@
 // Lowerings of the reductions: sum, mean, prod, max, min over axes; argmax, argmin.
 #include "kiln/support/error.h"
 #include "kiln/te/ops/reduce.h"
-#include "register_a_util.h"
+#include "op_table.h"
 
-namespace kiln::te::ops::detail_a {
+namespace kiln::lower::detail {
 
-void register_reduce_a() {
+void add_reduce_lowerings() {
   const std::pair<const char*, ReduceKind> kinds[] = {{"sum", ReduceKind::Sum},
                                                       {"mean", ReduceKind::Mean},
                                                       {"prod", ReduceKind::Prod},
@@ -27,4 +27,4 @@ void register_reduce_a() {
   }
 }
 
-}  // namespace kiln::te::ops::detail_a
+}  // namespace kiln::lower::detail

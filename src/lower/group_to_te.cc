@@ -1,23 +1,16 @@
-// group_to_te / lower_group: a fused group as one te program and one loop-level kernel.
+// group_to_te: a fused group as one te program; kernel_name.
 #include <fmt/format.h>
 
-#include <any>
 #include <map>
-#include <optional>
-#include <set>
 
-#include "../analysis/liveness.h"
-#include "kiln/relay/lower_graph.h"
+#include "kiln/lower/lower.h"
 #include "kiln/support/error.h"
-#include "kiln/te/ops/lowering.h"
-#include "kiln/te/ops/register_b.h"
 
-namespace kiln::relay {
+namespace kiln::lower {
 
 namespace {
 
-using analysis::ValueKey;
-using analysis::value_key;
+using namespace relay;  // NOLINT(google-build-using-namespace): graph IR types throughout
 
 // te has no rank-0 tensors: a relay scalar is a te tensor of shape [1] (same bytes).
 std::vector<int64_t> te_shape(const Shape& s, const std::string& what) {
@@ -65,7 +58,7 @@ std::vector<te::Tensor> GroupProgram::args() const {
   return a;
 }
 
-GroupProgram group_to_te(const FusedGroup& group, const PrepackedWeights* prepacked) {
+GroupProgram group_to_te(const FusedGroup& group, const Strategy& strategy, const PrepackedWeights* prepacked) {
   GroupProgram p;
   std::map<ValueKey, te::Tensor> tensors;
   for (size_t i = 0; i < group.inputs.size(); ++i) {
@@ -77,17 +70,20 @@ GroupProgram group_to_te(const FusedGroup& group, const PrepackedWeights* prepac
   }
   for (const Expr& e : group.calls) {
     const auto* c = e.as<CallNode>();
-    KILN_SUPPORTED(c->op->has_lowering()) << describe(c) << ": no kernel lowering for op '" << c->op_name() << "'";
-    const auto* lower = std::any_cast<te::ops::FLower>(&c->op->lower);
-    KILN_CHECK(lower != nullptr) << "the lowering slot of " << c->op_name() << " does not hold a te::ops::FLower";
-    // A weight packed at compile time: the packed constant is the group input, and the call is
-    // lowered by the form that reads it packed.
+    // The anchor: the strategy's lowering for the target, its packed form when the weight was
+    // packed at compile time (the packed constant is then the group input).
+    const OpLowering* lower = find_op_lowering(c->op_name());
     const PrepackedWeight* packed = nullptr;
-    if (prepacked && prepacked->count(e.get())) {
-      packed = &prepacked->at(e.get());
-      KILN_CHECK(static_cast<bool>(packed->lower)) << describe(c) << " was prepacked but has no prepacked lowering";
-      lower = &packed->lower;
+    if (e.same_as(group.anchor)) {
+      if (strategy.lower) lower = &strategy.lower;
+      auto it = prepacked ? prepacked->find(e.get()) : PrepackedWeights::const_iterator();
+      if (prepacked && it != prepacked->end()) {
+        KILN_CHECK(strategy.packing.has_value()) << describe(c) << " was prepacked but its strategy packs nothing";
+        packed = &it->second;
+        lower = &strategy.packing->lower_packed;
+      }
     }
+    KILN_SUPPORTED(lower != nullptr) << describe(c) << ": no kernel lowering for op '" << c->op_name() << "'";
     std::vector<te::Tensor> args;
     for (size_t i = 0; i < c->args.size(); ++i) {
       const Expr& a = packed && i == packed->arg ? packed->packed : c->args[i];
@@ -150,36 +146,12 @@ std::string kernel_name(const FusedGroup& group, int index) {
   return "fused" + ops + "_" + std::to_string(index);
 }
 
-ir::PrimFunc lower_group(const FusedGroup& group, const std::string& name, const codegen::PipelineOptions& options,
-                         const PrepackedWeights* prepacked, schedule::Config* cfg) {
-  GroupProgram p = group_to_te(group, prepacked);
-  schedule::Config defaults;
-  schedule::Schedule s = schedule_group(p, group, cfg ? *cfg : defaults);
-  // A lowering may ignore an input (only its shape mattered). Lowering takes only tensors the
-  // program reads, so such inputs are left out there and put back as parameters nobody loads,
-  // keeping the kernel's parameters in the group's input order the plan relies on.
-  std::set<const te::OperationNode*> read;
-  std::vector<te::Operation> todo;
-  for (const te::Tensor& t : p.outputs) todo.push_back(t.op());
-  while (!todo.empty()) {
-    te::Operation op = todo.back();
-    todo.pop_back();
-    if (!read.insert(op.get()).second) continue;
-    for (const te::Tensor& t : op.input_tensors()) todo.push_back(t.op());
-  }
-  std::vector<te::Tensor> args;
-  for (const te::Tensor& t : p.inputs)
-    if (read.count(t.op().get())) args.push_back(t);
-  args.insert(args.end(), p.outputs.begin(), p.outputs.end());
-  ir::PrimFunc f = codegen::lower_to_ir(s, args, name, options);
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    const te::Tensor& t = p.inputs[i];
-    if (read.count(t.op().get())) continue;
-    std::vector<ir::Expr> shape;
-    for (int64_t d : t.shape()) shape.push_back(ir::make_int(ir::DataType::i32(), d));
-    f.params.insert(f.params.begin() + static_cast<long>(i), ir::Buffer::make(t.name(), t.dtype(), shape));
-  }
-  return f;
+te::Tensor anchor_tensor(const GroupProgram& p, const FusedGroup& g) {
+  if (!g.anchor.defined()) return te::Tensor();
+  for (size_t i = 0; i < g.calls.size(); ++i)
+    if (g.calls[i].same_as(g.anchor)) return p.member_outputs[i][0];
+  KILN_CHECK(false) << "the anchor of group " << g.label() << " is not one of its calls";
+  return {};
 }
 
-}  // namespace kiln::relay
+}  // namespace kiln::lower

@@ -1,21 +1,44 @@
-// Part A of the op library's registration, and the wrapper every part-A lowering goes through.
-#include "kiln/te/ops/register_a.h"
-
-#include <set>
+// The op table: every op's lowering by name, filled once by the family files through the
+// wrapper all lowerings go through.
+#include <map>
+#include <mutex>
 
 #include "kiln/relay/op.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/transform.h"
-#include "register_a_util.h"
+#include "op_table.h"
 
-namespace kiln::te::ops {
+namespace kiln::lower {
 
 namespace {
-std::set<std::string>& registered() {
-  static std::set<std::string> names;
-  return names;
+std::map<std::string, OpLowering>& table() {
+  static std::map<std::string, OpLowering> t;
+  return t;
+}
+
+void fill_table() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    detail::add_elemwise_lowerings();
+    detail::add_transform_lowerings();
+    detail::add_reduce_lowerings();
+    detail::add_nn_lowerings();
+  });
 }
 }  // namespace
+
+const OpLowering* find_op_lowering(const std::string& op) {
+  fill_table();
+  auto it = table().find(op);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> lowered_ops() {
+  fill_table();
+  std::vector<std::string> names;
+  for (const auto& [name, f] : table()) names.push_back(name);
+  return names;
+}
 
 std::vector<int64_t> te_shape(const relay::Type& t) {
   const auto* tt = t.as<relay::TensorTypeNode>();
@@ -27,7 +50,7 @@ std::vector<int64_t> te_shape(const relay::Type& t) {
   return tt->shape.empty() ? std::vector<int64_t>{1} : tt->shape;
 }
 
-namespace detail_a {
+namespace detail {
 
 ir::DataType out_dtype(const relay::Type& t) {
   const auto* tt = t.as<relay::TensorTypeNode>();
@@ -35,7 +58,7 @@ ir::DataType out_dtype(const relay::Type& t) {
   return tt->dtype;
 }
 
-bool scalar_with_empty_axes(const Tensor& x, size_t attr_entries) {
+bool scalar_with_empty_axes(const te::Tensor& x, size_t attr_entries) {
   return attr_entries == 0 && x.ndim() == 1 && x.shape()[0] == 1;
 }
 
@@ -55,14 +78,11 @@ std::vector<int64_t> without_ones(const std::vector<int64_t>& s) {
 }
 }  // namespace
 
-void set_lowering(const std::string& op, FLower f) {
+void set_lowering(const std::string& op, OpLowering f) {
   const relay::OpDef& def = relay::get_op(op);
-  registered().insert(op);
-  // A slot that holds a lowering keeps it (ours from an earlier call, or one a test installed);
-  // an emptied slot is filled again.
-  if (def.has_lowering()) return;
-  FLower wrapped = [op, f, &def](const std::vector<Tensor>& inputs, const relay::Attrs& attrs,
-                                 const relay::Type& out_type) -> std::vector<Tensor> {
+  KILN_CHECK(!table().count(op)) << "two lowerings of op '" << op << "'";
+  table()[op] = [op, f, &def](const std::vector<te::Tensor>& inputs, const relay::Attrs& attrs,
+                              const relay::Type& out_type) -> std::vector<te::Tensor> {
     try {
       KILN_USER_CHECK(static_cast<int>(inputs.size()) >= def.min_args &&
                       (def.max_args < 0 || static_cast<int>(inputs.size()) <= def.max_args))
@@ -71,7 +91,7 @@ void set_lowering(const std::string& op, FLower f) {
       if (const auto* tt = out_type.as<relay::TupleTypeNode>()) want = tt->fields;
       else want.push_back(out_type);
       for (const relay::Type& t : want) te_shape(t);  // rejects empty outputs up front
-      std::vector<Tensor> outs = f(inputs, attrs, out_type);
+      std::vector<te::Tensor> outs = f(inputs, attrs, out_type);
       KILN_CHECK(outs.size() == want.size()) << op << " lowered to " << outs.size() << " tensors for type "
                                              << out_type.str();
       for (size_t i = 0; i < outs.size(); ++i) {
@@ -82,7 +102,7 @@ void set_lowering(const std::string& op, FLower f) {
         // Only an arrangement of 1s may differ (same elements, same order); anything else is a bug.
         KILN_CHECK(without_ones(outs[i].shape()) == without_ones(shape))
             << op << " lowered output " << i << " to a shape that does not fit " << want[i].str();
-        outs[i] = reshape(outs[i], shape, op);
+        outs[i] = te::ops::reshape(outs[i], shape, op);
       }
       return outs;
     } catch (const InternalError&) {
@@ -93,20 +113,8 @@ void set_lowering(const std::string& op, FLower f) {
       throw Error(with_context(op, attrs, e.what()));
     }
   };
-  relay::set_op_lowering(op, std::any(wrapped));
 }
 
-}  // namespace detail_a
+}  // namespace detail
 
-void register_lowerings_a() {
-  detail_a::register_elemwise_a();
-  detail_a::register_transform_a();
-  detail_a::register_reduce_a();
-}
-
-std::vector<std::string> lowered_ops_a() {
-  if (registered().empty()) register_lowerings_a();
-  return std::vector<std::string>(registered().begin(), registered().end());
-}
-
-}  // namespace kiln::te::ops
+}  // namespace kiln::lower

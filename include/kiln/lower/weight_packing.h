@@ -1,0 +1,23 @@
+// Constant weights packed on the host at compile time into the layouts the op library's
+// kernels read (te/ops/nn_conv.h, nn_dense.h, nn_winograd.h), so a kernel never repacks a
+// constant per call (resnet18: ~44 MB copied per inference otherwise). The block sizes are the
+// strategy's (lower/strategy.h), from the target.
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/relay/host_tensor.h"
+
+namespace kiln::lower {
+
+// [OC, C/groups, K...] -> [OC/co, C/groups, K..., co] (channels past OC are zero).
+relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups, int64_t co);
+
+// [N, K] -> panels [N/nr, K, nr] (columns past N are zero).
+relay::HostTensor pack_dense_weight(const relay::HostTensor& w, int64_t nr);
+
+// The Winograd F(2x2, 3x3) filter transform U = G g Gt of a float32 [OC, C, 3, 3] weight ->
+// [16, OC/co, C, co] (channels past OC are zero), computed in double.
+relay::HostTensor pack_winograd_weight(const relay::HostTensor& w, int64_t co);
+
+}  // namespace kiln::lower

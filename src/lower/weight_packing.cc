@@ -1,0 +1,69 @@
+// Compile-time weight packing (see weight_packing.h).
+#include "kiln/lower/weight_packing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kiln/support/error.h"
+
+namespace kiln::lower {
+
+relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups, int64_t co) {
+  KILN_USER_CHECK(w.rank() >= 3 && groups >= 1 && co >= 1 && w.shape()[0] % groups == 0)
+      << "pack_conv_weight: weight " << w.type().str() << " is not [OC, C/groups, K...] for " << groups << " groups";
+  int64_t oc = w.shape()[0];
+  int64_t nblk = (oc + co - 1) / co, inner = w.numel() / std::max<int64_t>(oc, 1);
+  size_t eb = static_cast<size_t>(w.dtype().bytes());
+  relay::Shape shape = {nblk};
+  shape.insert(shape.end(), w.shape().begin() + 1, w.shape().end());
+  shape.push_back(co);
+  std::vector<uint8_t> bytes(static_cast<size_t>(nblk * inner * co) * eb, 0);
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t r = 0; r < inner; ++r) {
+      std::memcpy(&bytes[static_cast<size_t>(((o / co) * inner + r) * co + o % co) * eb], w.data() + (o * inner + r) * eb,
+                  eb);
+    }
+  }
+  return relay::HostTensor(w.dtype(), shape, std::move(bytes));
+}
+
+relay::HostTensor pack_dense_weight(const relay::HostTensor& w, int64_t nr) {
+  KILN_USER_CHECK(w.rank() == 2 && nr >= 1) << "pack_dense_weight: weight " << w.type().str() << " is not [N, K]";
+  int64_t n = w.shape()[0], k = w.shape()[1], nb = (n + nr - 1) / nr;
+  size_t eb = static_cast<size_t>(w.dtype().bytes());
+  std::vector<uint8_t> bytes(static_cast<size_t>(nb * k * nr) * eb, 0);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t q = 0; q < k; ++q) {
+      std::memcpy(&bytes[static_cast<size_t>(((j / nr) * k + q) * nr + j % nr) * eb], w.data() + (j * k + q) * eb, eb);
+    }
+  }
+  return relay::HostTensor(w.dtype(), {nb, k, nr}, std::move(bytes));
+}
+
+relay::HostTensor pack_winograd_weight(const relay::HostTensor& w, int64_t co) {
+  KILN_USER_CHECK(w.rank() == 4 && w.shape()[2] == 3 && w.shape()[3] == 3 && w.dtype() == relay::DataType::f32())
+      << "pack_winograd_weight: weight " << w.type().str() << " is not float32 [OC, C, 3, 3]";
+  // G of F(2x2, 3x3) (Lavin & Gray, 2015): U = G g Gt maps a 3x3 filter to a 4x4 tile.
+  constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  int64_t oc = w.shape()[0], c = w.shape()[1], nblk = (oc + co - 1) / co;
+  const float* g = w.data_as<float>();
+  std::vector<float> u(static_cast<size_t>(16 * nblk * c * co), 0.0f);
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t ci = 0; ci < c; ++ci) {
+      const float* k = g + (o * c + ci) * 9;
+      double gk[4][3];  // G g
+      for (int i = 0; i < 4; ++i)
+        for (int l = 0; l < 3; ++l) gk[i][l] = kG[i][0] * k[l] + kG[i][1] * k[3 + l] + kG[i][2] * k[6 + l];
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          double v = kG[j][0] * gk[i][0] + kG[j][1] * gk[i][1] + kG[j][2] * gk[i][2];
+          u[static_cast<size_t>((((i * 4 + j) * nblk + o / co) * c + ci) * co + o % co)] = static_cast<float>(v);
+        }
+      }
+    }
+  }
+  return relay::HostTensor(relay::DataType::f32(), {16, nblk, c, co}, u.data());
+}
+
+}  // namespace kiln::lower
