@@ -31,6 +31,10 @@ struct CodeGenOptions {
   // Use 512-bit vectors: sets "prefer-vector-width" and "min-legal-vector-width" so the x86
   // backend neither splits the IR's 512-bit vectors nor picks 256 bits when vectorizing.
   bool prefer_512 = false;
+  // Width of the vector registers the code uses: 512 with prefer_512, 256 with AVX/AVX2,
+  // else 128 (SSE, NEON). Masked memory intrinsics are emitted in pieces no wider than this
+  // (codegen_memory.cc).
+  int native_vector_bits = 128;
 };
 
 class CodeGenLLVM {
@@ -89,6 +93,15 @@ class CodeGenLLVM {
   llvm::Value* to_i64_index(llvm::Value* index, ir::DataType index_type);
   // A scalar index computed in 64 bits (see codegen_expr.cc).
   llvm::Value* emit_index(const ir::Expr& index);
+  // llvm.masked.load/store/gather/scatter of vector type `ty` in pieces of at most
+  // native_vector_bits, each with its slice of `mask`. `where` is lane 0's address (Load,
+  // Store) or one pointer per lane (Gather, Scatter); `value` is what a Store/Scatter writes.
+  // Returns the loaded value (zero in lanes the mask leaves out), nullptr for stores.
+  enum class MaskedOp { Load, Store, Gather, Scatter };
+  llvm::Value* masked_access(MaskedOp op, llvm::Type* ty, llvm::Value* where, llvm::Value* value, llvm::Align align,
+                             llvm::Value* mask, const std::string& name = "");
+  // Lanes [begin, begin + count) of vector v.
+  llvm::Value* lanes_of(llvm::Value* v, unsigned begin, unsigned count);
   // True if evaluating e could fault (a load not provably in bounds, an integer division by a
   // possibly-zero divisor) or has side effects (an extern call), so a Select must not evaluate
   // it for lanes/cases that do not choose it.

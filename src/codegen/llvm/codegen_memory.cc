@@ -13,8 +13,15 @@
 //  - A vector store of select(c, v, B[same index]) into B (what vectorize_loops makes of a
 //    lane-guarded store) is a masked store of v under c: lanes where c is false are not
 //    touched, so they may lie past the buffer or belong to another thread.
+//  - Every masked intrinsic goes through masked_access, which emits it in pieces no wider than
+//    a vector register (see there why).
 //  - Memory representation: bool is a byte, bf16 the upper half of a float (to_storage /
 //    from_storage in codegen_expr.cc).
+#include <llvm/Analysis/VectorUtils.h>
+
+#include <algorithm>
+#include <numeric>
+
 #include "codegen_llvm.h"
 #include "kiln/ir/structural.h"
 #include "kiln/support/error.h"
@@ -96,12 +103,11 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
   if (mask && llvm::cast<llvm::FixedVectorType>(mask->getType())->getNumElements() != static_cast<unsigned>(t.lanes))
     mask = nullptr;  // a mask of other lanes says nothing about this access
   llvm::Type* vty = storage_type(t);
-  llvm::Value* zero = llvm::Constant::getNullValue(vty);
   llvm::Value* v = nullptr;
   const auto* ramp = idx.as<ir::RampNode>();
   if (ramp && ir::is_const_int(ramp->stride, 1)) {
     llvm::Value* addr = element_address(buf, emit_index(ramp->base), DataType::i64());
-    if (mask) v = builder_.CreateMaskedLoad(vty, addr, align, mask, zero, buf->name);
+    if (mask) v = masked_access(MaskedOp::Load, vty, addr, nullptr, align, mask, buf->name);
     else v = builder_.CreateAlignedLoad(vty, addr, align, buf->name);
   } else if (auto s = ramp ? ir::as_const_int(ramp->stride) : std::nullopt;
              s && *s >= 2 && *s <= 4 && t.lanes * *s <= 64) {
@@ -120,7 +126,7 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
       wide_mask = llvm::ConstantVector::get(on);
     }
     llvm::Value* addr = element_address(buf, emit_index(ramp->base), DataType::i64());
-    llvm::Value* all = builder_.CreateMaskedLoad(wide, addr, align, wide_mask, llvm::Constant::getNullValue(wide), buf->name);
+    llvm::Value* all = masked_access(MaskedOp::Load, wide, addr, nullptr, align, wide_mask, buf->name);
     std::vector<int> pick;
     for (int i = 0; i < t.lanes; ++i) pick.push_back(static_cast<int>(i * stride));
     v = builder_.CreateShuffleVector(all, pick);
@@ -129,7 +135,7 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
     // scalarizes it).
     llvm::Value* ptrs = element_address(buf, emit(idx), idx.dtype());
     if (!mask) mask = llvm::Constant::getAllOnesValue(llvm_type(DataType::boolean(t.lanes)));
-    v = builder_.CreateMaskedGather(vty, ptrs, align, mask, zero, buf->name);
+    v = masked_access(MaskedOp::Gather, vty, ptrs, nullptr, align, mask, buf->name);
   }
   return from_storage(v, t);
 }
@@ -161,10 +167,11 @@ void CodeGenLLVM::emit_store(const ir::BufferStoreNode* op) {
       llvm::Value* m = fs_.lane_mask;
       fs_.lane_mask = outer;
       if (ramp && ir::is_const_int(ramp->stride, 1)) {
-        builder_.CreateMaskedStore(v, element_address(buf, emit_index(ramp->base), DataType::i64()), align, m);
+        masked_access(MaskedOp::Store, v->getType(), element_address(buf, emit_index(ramp->base), DataType::i64()), v,
+                      align, m);
       } else {
         llvm::Value* vidx = emit(idx);
-        builder_.CreateMaskedScatter(v, element_address(buf, vidx, idx.dtype()), align, m);
+        masked_access(MaskedOp::Scatter, v->getType(), element_address(buf, vidx, idx.dtype()), v, align, m);
       }
       return;
     }
@@ -177,7 +184,66 @@ void CodeGenLLVM::emit_store(const ir::BufferStoreNode* op) {
   llvm::Value* vidx = emit(idx);
   if (idx.dtype().is_scalar()) vidx = builder_.CreateVectorSplat(t.lanes, vidx);
   llvm::Value* ptrs = element_address(buf, vidx, idx.dtype().with_lanes(t.lanes));
-  builder_.CreateMaskedScatter(value, ptrs, align, llvm::Constant::getAllOnesValue(llvm_type(DataType::boolean(t.lanes))));
+  masked_access(MaskedOp::Scatter, value->getType(), ptrs, value, align,
+                llvm::Constant::getAllOnesValue(llvm_type(DataType::boolean(t.lanes))));
+}
+
+// Why pieces: LLVM 16's x86 backend splits a 16-lane masked load into two 8-lane halves for
+// AVX/AVX2 and emits a half whose mask is all false once a splat is AND-ed with a constant (a
+// padded row whose column loop LLVM unrolled) as a plain, unmasked vmovups: those lanes get
+// memory instead of zeros, and the load can fault when it runs past the buffer into an unmapped
+// page (../shared/llvm16-masked-load-avx2.ll). Pieces of a register's width are legal types that
+// the backend never splits. Checked with llc-16 -mcpu=x86-64-v3 (-O0, -O2, and after opt -O3)
+// on that reproducer's pattern as two 8-lane pieces, each with its slice of the splat-AND-constant
+// mask: one vmaskmovps for the lower piece (masked by the splat), a zeroed register and no load
+// for the upper one. A piece whose mask is a constant when emitted is settled at once: all
+// false, nothing is accessed (a load piece is zero); all true, a plain load/store (a
+// gather/scatter stays one).
+llvm::Value* CodeGenLLVM::masked_access(MaskedOp op, llvm::Type* ty, llvm::Value* where, llvm::Value* value,
+                                        llvm::Align align, llvm::Value* mask, const std::string& name) {
+  auto* vty = llvm::cast<llvm::FixedVectorType>(ty);
+  llvm::Type* elem = vty->getElementType();
+  const unsigned lanes = vty->getNumElements();
+  const uint64_t elem_bits = module_->getDataLayout().getTypeSizeInBits(elem);
+  const unsigned piece = std::max<unsigned>(1, static_cast<unsigned>(options_.native_vector_bits / elem_bits));
+  const bool loads = op == MaskedOp::Load || op == MaskedOp::Gather;
+  std::vector<llvm::Value*> parts;
+  for (unsigned b = 0; b < lanes; b += piece) {
+    const unsigned n = std::min(piece, lanes - b);
+    auto* pty = llvm::FixedVectorType::get(elem, n);
+    llvm::Constant* zero = llvm::Constant::getNullValue(pty);
+    llvm::Value* m = lanes_of(mask, b, n);
+    if (llvm::maskIsAllZeroOrUndef(m)) {
+      if (loads) parts.push_back(zero);
+      continue;
+    }
+    const bool all = llvm::maskIsAllOneOrUndef(m);
+    llvm::Value* v = loads ? nullptr : lanes_of(value, b, n);
+    // Not inbounds: under a run-time mask, a whole piece may lie past the buffer.
+    llvm::Value* at = op == MaskedOp::Load || op == MaskedOp::Store ? builder_.CreateConstGEP1_64(elem, where, b)
+                                                                     : lanes_of(where, b, n);
+    switch (op) {
+      case MaskedOp::Load:
+        if (all) parts.push_back(builder_.CreateAlignedLoad(pty, at, align, name));
+        else parts.push_back(builder_.CreateMaskedLoad(pty, at, align, m, zero, name));
+        break;
+      case MaskedOp::Store:
+        if (all) builder_.CreateAlignedStore(v, at, align);
+        else builder_.CreateMaskedStore(v, at, align, m);
+        break;
+      case MaskedOp::Gather: parts.push_back(builder_.CreateMaskedGather(pty, at, align, m, zero, name)); break;
+      case MaskedOp::Scatter: builder_.CreateMaskedScatter(v, at, align, m); break;
+    }
+  }
+  if (!loads) return nullptr;
+  return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(builder_, parts);
+}
+
+llvm::Value* CodeGenLLVM::lanes_of(llvm::Value* v, unsigned begin, unsigned count) {
+  if (begin == 0 && count == llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements()) return v;
+  std::vector<int> pick(count);
+  std::iota(pick.begin(), pick.end(), static_cast<int>(begin));
+  return builder_.CreateShuffleVector(v, pick);  // folded to a constant when v is one
 }
 
 }  // namespace kiln::codegen::llvm_backend

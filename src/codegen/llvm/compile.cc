@@ -41,7 +41,10 @@ class LLVMCompiledModule : public CompiledModule {
     cg.features = target.features;
     cg.fast_math = options.fast_math;
     // Ask the subtarget, not the feature string: a CPU name implies features it does not list.
-    cg.prefer_512 = tm_->getTargetTriple().isX86() && tm_->getMCSubtargetInfo()->checkFeatures("+avx512f");
+    const llvm::MCSubtargetInfo* sti = tm_->getMCSubtargetInfo();
+    const bool x86 = tm_->getTargetTriple().isX86();
+    cg.prefer_512 = x86 && sti->checkFeatures("+avx512f");
+    cg.native_vector_bits = cg.prefer_512 ? 512 : x86 && sti->checkFeatures("+avx") ? 256 : 128;
     CodeGenLLVM codegen(module_.get(), cg);
     std::unordered_set<std::string> names;
     for (const ir::PrimFunc& f : funcs) {
