@@ -65,40 +65,40 @@ TEST_CASE("3x3 convs at input widths 23 and 55 (and 56) match the reference on x
   // + 1e-5 |ref| (the bug gave errors of 1e-2 and more, or NaN read past the input).
   const int c = 4, oc = 16;
   for (const std::string& cpu : x86_levels()) {
-   for (bool sixteen_lanes : {false, true}) {
-    Target target = Target::parse("llvm -mcpu=" + cpu);
-    if (sixteen_lanes) target.facts.vector_bits = 512;
-    for (int w : {23, 55, 56}) {
-      const int h = w;
-      ref::Conv2dShape cs{1, c, h, w, oc, 3, 3, 1, 1};
-      relay::Expr xv_ = relay::make_var("x", relay::tensor_type(f32, {1, c, h, w}));
-      relay::Expr wv_ = relay::make_var("w", relay::tensor_type(f32, {oc, c, 3, 3}));
-      relay::Attrs attrs = relay::Attrs().set_ints("strides", {1, 1}).set_ints("padding", {1, 1, 1, 1})
-                               .set_ints("dilation", {1, 1}).set_int("groups", 1);
-      relay::Expr call = relay::make_call("nn.conv2d", {xv_, wv_}, attrs);
-      relay::FusedGroup group;
-      group.calls = {call};
-      group.root = group.anchor = call;
-      group.pattern = relay::OpPattern::OutElementwiseFusable;
-      group.inputs = {xv_, wv_};
-      lower::Strategy st = lower::select_strategy(group, target);
-      REQUIRE(st.template_name == "conv");
-      te::Tensor x = te::placeholder({1, c, h, w}, f32, "x");
-      te::Tensor wt = te::placeholder({oc, c, 3, 3}, f32, "w");
-      te::Tensor conv = st.lower({x, wt}, call.as<relay::CallNode>()->attrs, call->type)[0];
-      schedule::Config cfg;
-      schedule::Schedule s = st.schedule({conv}, conv, target, cfg);
-      codegen::Module m = codegen::build(s, {x, wt, conv}, target, "conv");
-      std::vector<float> xv = ref::random_floats(size_t(c) * h * w, 11), wv = ref::random_floats(size_t(oc) * c * 9, 12);
-      NDArray X = NDArray::from_vector<float>({1, c, h, w}, runtime::dtype_f32(), xv);
-      NDArray Wt = NDArray::from_vector<float>({oc, c, 3, 3}, runtime::dtype_f32(), wv);
-      NDArray Y = NDArray::empty(conv.shape(), runtime::dtype_f32());
-      for (int64_t k = 0; k < Y.numel(); ++k) Y.data<float>()[k] = std::numeric_limits<float>::quiet_NaN();
-      test::run(m, "conv", {X, Wt, Y});
-      INFO(cpu << (sixteen_lanes ? " with 16 lanes" : "") << ", input width " << w << ", config " << cfg.str());
-      CHECK(ref::worst_error_ratio(Y.to_vector<float>(), ref::conv2d_nchw(xv, wv, cs), 1e-5, 1e-5) <= 1.0);
+    for (bool sixteen_lanes : {false, true}) {
+      Target target = Target::parse("llvm -mcpu=" + cpu);
+      if (sixteen_lanes) target.facts.vector_bits = 512;
+      for (int w : {23, 55, 56}) {
+        const int h = w;
+        ref::Conv2dShape cs{1, c, h, w, oc, 3, 3, 1, 1};
+        relay::Expr xvar = relay::make_var("x", relay::tensor_type(f32, {1, c, h, w}));
+        relay::Expr wvar = relay::make_var("w", relay::tensor_type(f32, {oc, c, 3, 3}));
+        relay::Attrs attrs = relay::Attrs().set_ints("strides", {1, 1}).set_ints("padding", {1, 1, 1, 1})
+                                 .set_ints("dilation", {1, 1}).set_int("groups", 1);
+        relay::Expr call = relay::make_call("nn.conv2d", {xvar, wvar}, attrs);
+        relay::FusedGroup group;
+        group.calls = {call};
+        group.root = group.anchor = call;
+        group.pattern = relay::OpPattern::OutElementwiseFusable;
+        group.inputs = {xvar, wvar};
+        lower::Strategy st = lower::select_strategy(group, target);
+        REQUIRE(st.template_name == "conv");
+        te::Tensor x = te::placeholder({1, c, h, w}, f32, "x");
+        te::Tensor wt = te::placeholder({oc, c, 3, 3}, f32, "w");
+        te::Tensor conv = st.lower({x, wt}, call.as<relay::CallNode>()->attrs, call->type)[0];
+        schedule::Config cfg;
+        schedule::Schedule s = st.schedule({conv}, conv, target, cfg);
+        codegen::Module m = codegen::build(s, {x, wt, conv}, target, "conv");
+        std::vector<float> xv = ref::random_floats(size_t(c) * h * w, 11), wv = ref::random_floats(size_t(oc) * c * 9, 12);
+        NDArray X = NDArray::from_vector<float>({1, c, h, w}, runtime::dtype_f32(), xv);
+        NDArray Wt = NDArray::from_vector<float>({oc, c, 3, 3}, runtime::dtype_f32(), wv);
+        NDArray Y = NDArray::empty(conv.shape(), runtime::dtype_f32());
+        for (int64_t k = 0; k < Y.numel(); ++k) Y.data<float>()[k] = std::numeric_limits<float>::quiet_NaN();
+        test::run(m, "conv", {X, Wt, Y});
+        INFO(cpu << (sixteen_lanes ? " with 16 lanes" : "") << ", input width " << w << ", config " << cfg.str());
+        CHECK(ref::worst_error_ratio(Y.to_vector<float>(), ref::conv2d_nchw(xv, wv, cs), 1e-5, 1e-5) <= 1.0);
+      }
     }
-   }
   }
 }
 
