@@ -7,7 +7,8 @@
 //      blob (64-byte aligned), the metadata symbols and the kiln_parallel_for trampoline. No C
 //      compiler is involved, so data of any size costs no parsing and no source text.
 //   4. `cc -shared` links the two (the only tool needed on the compiling machine is a linker
-//      driver; found at run time: $KILN_CC, else cc, gcc or clang in PATH)
+//      driver; found at run time: $KILN_CC, else cc, gcc or clang in PATH; for another
+//      architecture's triple its cross driver, aarch64-linux-gnu-gcc)
 //   5. the linker's output is renamed over `path`, so a process that has the old file loaded (mapped)
 //      never sees it change under it.
 #include <fcntl.h>
@@ -36,13 +37,17 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
 extern char** environ;
 
 namespace kiln::codegen {
 namespace {
 
-std::string find_linker() {
+// The linker driver for `target`: $KILN_CC, else cc, gcc or clang in PATH for the host's
+// architecture, and for another the cross driver of Debian's toolchains, <arch>-linux-gnu-gcc.
+std::string find_linker(const Target& target) {
   auto is_exec = [](const std::string& p) { return access(p.c_str(), X_OK) == 0; };
   auto search_path = [&](const std::string& name) -> std::string {
     if (name.find('/') != std::string::npos) return is_exec(name) ? name : "";
@@ -57,6 +62,20 @@ std::string find_linker() {
     std::string found = search_path(env);
     KILN_USER_CHECK(!found.empty()) << "export_library: the linker driver '" << env
                                     << "' named by KILN_CC was not found or is not executable";
+    return found;
+  }
+  llvm::Triple triple(target.triple), host(llvm::sys::getProcessTriple());
+  if (triple.getArch() != host.getArch()) {
+    KILN_USER_CHECK(triple.isOSLinux())
+        << "export_library: no cross linker driver is known for target triple '" << target.triple
+        << "' (kiln finds <arch>-linux-gnu-gcc for Linux targets); name one in KILN_CC";
+    std::string env = triple.getEnvironmentName().empty() ? "gnu" : triple.getEnvironmentName().str();
+    std::string cross = llvm::Triple::getArchTypeName(triple.getArch()).str() + "-linux-" + env + "-gcc";
+    std::string found = search_path(cross);
+    KILN_USER_CHECK(!found.empty()) << "export_library: linking a module for " << target.triple
+                                    << " needs the cross linker driver '" << cross
+                                    << "', which is not in PATH (Debian package gcc-"
+                                    << cross.substr(0, cross.size() - 4) << "); or name a linker driver in KILN_CC";
     return found;
   }
   for (const char* name : {"cc", "gcc", "clang"}) {
@@ -242,7 +261,7 @@ void export_library(const runtime::GraphPlan& model_plan, const std::vector<ir::
   check_destination(path);
   Target target;
   runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, &target);
-  std::string linker = find_linker();
+  std::string linker = find_linker(target);
 
   TempDir tmp;
   std::string kernels_o = tmp.file("kernels.o"), data_o = tmp.file("data.o"), log = tmp.file("link.log");

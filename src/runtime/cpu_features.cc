@@ -3,12 +3,17 @@
 // The x86 table mirrors what LLVM's host detection (llvm::sys::getHostCPUFeatures) reports, bit
 // for bit, including its rule that vector extensions only count when the OS saves their
 // register state (XCR0): a test compares this table with Target::host() on the build machine.
+// AArch64 reads the Linux auxiliary vector (AT_HWCAP, AT_HWCAP2), the kernel's account of what
+// user space may execute.
 #include "kiln/runtime/cpu_features.h"
 
 #include <sstream>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
 #endif
 
 namespace kiln::runtime {
@@ -107,6 +112,47 @@ unsigned long long read_xcr0() {
 }
 #endif
 
+// AArch64 features by their Linux hwcap bits (asm/hwcap.h), under LLVM's names. Compiled on every
+// architecture: which features of an aarch64 target are checkable does not depend on where the
+// check is compiled (the unit tests check aarch64 targets on x86-64). A feature counts when every
+// bit of its mask is set (LLVM's "aes" is AES and PMULL, "sha2" SHA1 and SHA2, ...).
+struct HwcapFeature {
+  const char* name;
+  int word;  // 1: AT_HWCAP, 2: AT_HWCAP2
+  unsigned long mask;
+};
+const HwcapFeature kAarch64Features[] = {
+    {"fp-armv8", 1, 1ul << 0},                      // FP
+    {"neon", 1, 1ul << 1},                          // ASIMD
+    {"aes", 1, (1ul << 3) | (1ul << 4)},            // AES, PMULL
+    {"sha2", 1, (1ul << 5) | (1ul << 6)},           // SHA1, SHA2
+    {"crc", 1, 1ul << 7},                           // CRC32
+    {"lse", 1, 1ul << 8},                           // ATOMICS
+    {"fullfp16", 1, (1ul << 9) | (1ul << 10)},      // FPHP, ASIMDHP
+    {"rdm", 1, 1ul << 12},                          // ASIMDRDM
+    {"jsconv", 1, 1ul << 13},                       // JSCVT
+    {"complxnum", 1, 1ul << 14},                    // FCMA
+    {"rcpc", 1, 1ul << 15},                         // LRCPC
+    {"sha3", 1, (1ul << 17) | (1ul << 21)},         // SHA3, SHA512
+    {"sm4", 1, (1ul << 18) | (1ul << 19)},          // SM3, SM4
+    {"dotprod", 1, 1ul << 20},                      // ASIMDDP
+    {"sve", 1, 1ul << 22},                          // SVE
+    {"fp16fml", 1, 1ul << 23},                      // ASIMDFHM
+    {"flagm", 1, 1ul << 27},                        // FLAGM
+    {"ssbs", 1, 1ul << 28},                         // SSBS
+    {"sb", 1, 1ul << 29},                           // SB
+    {"sve2", 2, 1ul << 1},                          // SVE2
+    {"fptoint", 2, 1ul << 8},                       // FRINT
+    {"i8mm", 2, 1ul << 13},                         // I8MM
+    {"bf16", 2, 1ul << 14},                         // BF16
+    {"rand", 2, 1ul << 16},                         // RNG
+};
+#if defined(__aarch64__) && defined(__linux__) && defined(HWCAP_ASIMDDP) && defined(HWCAP2_BF16)
+static_assert(HWCAP_ASIMDDP == (1ul << 20) && HWCAP_SVE == (1ul << 22) && HWCAP2_SVE2 == (1ul << 1) &&
+                  HWCAP2_BF16 == (1ul << 14),
+              "kAarch64Features disagrees with asm/hwcap.h");
+#endif
+
 // Key features a -mcpu name implies (enough to refuse the common mismatches: AVX, AVX2/FMA,
 // AVX-512). Names LLVM knows but this table does not imply nothing.
 struct CpuImplies {
@@ -121,32 +167,64 @@ const CpuImplies kCpuImplies[] = {
     {" x86-64-v4 knl knm skylake-avx512 cascadelake cooperlake cannonlake icelake-client icelake-server tigerlake "
      "rocketlake sapphirerapids emeraldrapids graniterapids znver4 ",
      "avx avx2 fma avx512f"},
+    // AArch64: of kAarch64Features, what LLVM 16's subtarget for each CPU reports
+    // (MCSubtargetInfo::checkFeatures), leaving out ssbs, sb, flagm, fptoint and rand, which the
+    // kernels never need.
+    {" cortex-a35 cortex-a53 cortex-a57 cortex-a72 cortex-a73 ", "fp-armv8 neon crc aes sha2"},
+    {" cortex-a55 cortex-a65 cortex-a75 cortex-a76 cortex-a77 cortex-a78 cortex-x1 neoverse-n1 neoverse-e1 ",
+     "fp-armv8 neon crc aes sha2 lse rdm fullfp16 rcpc dotprod"},
+    {" neoverse-v1 ", "fp-armv8 neon crc aes sha2 lse rdm fullfp16 rcpc dotprod jsconv complxnum fp16fml sve i8mm bf16"},
+    {" neoverse-n2 ", "fp-armv8 neon crc aes sha2 lse rdm fullfp16 rcpc dotprod jsconv complxnum sve sve2 i8mm bf16"},
+    {" cortex-a510 cortex-a710 cortex-x2 neoverse-v2 ",
+     "fp-armv8 neon crc lse rdm fullfp16 rcpc dotprod jsconv complxnum fp16fml sve sve2 i8mm bf16"},
+    {" a64fx ", "fp-armv8 neon crc sha2 lse rdm fullfp16 complxnum sve"},
 };
+
+#if defined(__x86_64__)
+constexpr const char* kHostArch = "x86_64";
+#elif defined(__i386__)
+constexpr const char* kHostArch = "i386";
+#elif defined(__aarch64__)
+constexpr const char* kHostArch = "aarch64";
+#else
+constexpr const char* kHostArch = "unknown";
+#endif
+
+// The architecture a triple's first component names, as host_cpu_features() spells it.
+std::string arch_of_triple(const std::string& triple) {
+  std::string arch = triple.substr(0, triple.find('-'));
+  if (arch == "arm64") return "aarch64";  // Apple's spelling of the same architecture
+  if (arch == "amd64") return "x86_64";
+  return arch;
+}
 
 }  // namespace
 
-const std::vector<std::string>& checkable_cpu_features() {
-  static const std::vector<std::string> names = [] {
+const std::vector<std::string>& checkable_cpu_features() { return checkable_cpu_features(kHostArch); }
+
+const std::vector<std::string>& checkable_cpu_features(const std::string& arch) {
+  static const std::vector<std::string> none;
+  static const std::vector<std::string> aarch64 = [] {
     std::vector<std::string> v;
-#if defined(__x86_64__) || defined(__i386__)
-    for (const FeatureBit& f : kFeatures) v.push_back(f.name);
-#endif
+    for (const HwcapFeature& f : kAarch64Features) v.push_back(f.name);
+    v.push_back("crypto");  // host_cpu_features derives it from aes and sha2
     return v;
   }();
-  return names;
+#if defined(__x86_64__) || defined(__i386__)
+  static const std::vector<std::string> x86 = [] {
+    std::vector<std::string> v;
+    for (const FeatureBit& f : kFeatures) v.push_back(f.name);
+    return v;
+  }();
+  if (arch == "x86_64" || arch == "i386") return x86;
+#endif
+  if (arch == "aarch64") return aarch64;
+  return none;
 }
 
 CpuFeatures host_cpu_features() {
   CpuFeatures c;
-#if defined(__x86_64__)
-  c.arch = "x86_64";
-#elif defined(__i386__)
-  c.arch = "i386";
-#elif defined(__aarch64__)
-  c.arch = "aarch64";
-#else
-  c.arch = "unknown";
-#endif
+  c.arch = kHostArch;
 #if defined(__x86_64__) || defined(__i386__)
   unsigned long long xcr0 = read_xcr0();  // 0 without OSXSAVE
   unsigned r1[4] = {0, 0, 0, 0};
@@ -158,6 +236,12 @@ CpuFeatures host_cpu_features() {
     if (!cpuid(f.leaf, f.subleaf, r) || !((r[f.reg] >> f.bit) & 1) || !saved[f.state]) continue;
     c.features.insert(f.name);
   }
+#elif defined(__aarch64__) && defined(__linux__)
+  const unsigned long hwcap[] = {0, getauxval(AT_HWCAP), getauxval(AT_HWCAP2)};
+  for (const HwcapFeature& f : kAarch64Features)
+    if ((hwcap[f.word] & f.mask) == f.mask) c.features.insert(f.name);
+  // LLVM's "crypto" (v8 crypto) is AES and SHA2 together.
+  if (c.has("aes") && c.has("sha2")) c.features.insert("crypto");
 #endif
   return c;
 }
@@ -172,7 +256,7 @@ std::string target_incompatibility(const std::string& target, const CpuFeatures&
     else if (tok.rfind("-mcpu=", 0) == 0) mcpu = tok.substr(6);
     else if (tok.rfind("-mattr=", 0) == 0) mattr = tok.substr(7);
   }
-  std::string arch = triple.substr(0, triple.find('-'));
+  std::string arch = arch_of_triple(triple);
   if (!arch.empty() && arch != cpu.arch)
     return "the module was built for " + arch + " (triple " + triple + ") and this machine is " + cpu.arch;
 
@@ -191,7 +275,7 @@ std::string target_incompatibility(const std::string& target, const CpuFeatures&
     while (imp >> tok)
       if (!disabled.count(tok)) enabled.insert(tok);
   }
-  const std::vector<std::string>& known = checkable_cpu_features();
+  const std::vector<std::string>& known = checkable_cpu_features(cpu.arch);
   std::string missing;
   for (const std::string& f : enabled) {
     bool checkable = false;

@@ -40,6 +40,16 @@ constexpr int kElfMachine = EM_AARCH64;
 constexpr int kElfMachine = -1;  // not checked
 #endif
 
+std::string elf_machine_name(int machine) {
+  switch (machine) {
+    case EM_X86_64: return "x86_64";
+    case EM_AARCH64: return "aarch64";
+    case EM_386: return "i386";
+    case EM_RISCV: return "riscv64";  // a 64-bit ELF file (checked before)
+    default: return "ELF machine " + std::to_string(machine);
+  }
+}
+
 // Checks that `path` is a complete ELF shared library for this machine before dlopen sees it:
 // glibc maps a truncated library's segments past the end of the file and dies of SIGBUS
 // touching them, and names a foreign one only by "wrong ELF class".
@@ -63,7 +73,8 @@ void check_file(const std::string& path) {
     refuse("not a kiln module for this machine (not a 64-bit ELF file)");
   if (eh.e_type != ET_DYN) refuse("not a kiln module (an ELF file, but not a shared library)");
   if (kElfMachine >= 0 && eh.e_machine != kElfMachine)
-    refuse("the library is for another machine architecture (ELF machine " + std::to_string(eh.e_machine) + ")");
+    refuse("the library is for another machine architecture: " + elf_machine_name(eh.e_machine) + ", this machine is " +
+           elf_machine_name(kElfMachine) + " (compile the model for this machine, or run it where it belongs)");
   const char* truncated = "the file is truncated (its ELF headers describe more bytes than it has)";
   if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff + uint64_t(eh.e_phnum) * sizeof(Elf64_Phdr) > size)
     refuse(truncated);

@@ -1,9 +1,11 @@
-// kiln check CASE_DIR [--tuning-log LOG] [--input-shape NAME=D0,D1,...]: compiles CASE_DIR/model.onnx into a
-// .so, runs every test_data_set_* with it through the runtime, and compares each output with its
+// kiln check CASE_DIR [--tuning-log LOG] [--input-shape NAME=D0,D1,...] [--target T] [--runner R]:
+// compiles CASE_DIR/model.onnx into a .so, runs every test_data_set_* with it through the runtime, and compares each output with its
 // expected .pb. Inputs the importer needs at compile time (a Pad's pads) are bound from each data
 // set, and inputs with symbolic dims that --input-shape does not give take the data set's shape;
 // sets that differ in either compile once each. Prints PASS or FAIL with the worst error and the tolerances; exit 0 on
 // pass, 1 on a mismatch, 3 (kUnsupported) when the model uses something kiln does not implement.
+// A target for another architecture (aarch64) runs in kiln-runner under qemu-aarch64
+// (external_runner.h); --runner runs a host module through a kiln-runner too.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "bind.h"
 #include "commands.h"
+#include "external_runner.h"
 #include "kiln/autotune/apply_log.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/frontend/onnx.h"
@@ -104,12 +107,18 @@ bool same_value(const relay::HostTensor& a, const relay::HostTensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::equal(a.data(), a.data() + a.nbytes(), b.data());
 }
 
-// Compiles `m` into a temporary .so and runs `sets` through it, raising `worst` (the worst error
-// ratio over all groups so far) and saying where in `worst_why`. Inputs in `bound` were
-// compiled in and are not fed.
+template <class Loaded>
+void compare_sets(Loaded& loaded, const std::vector<const DataSet*>& sets,
+                  const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol, double* worst,
+                  std::string* worst_why);
+
+// Compiles `m` into a temporary .so and runs `sets` through it (in this process, or by `runner`),
+// raising `worst` (the worst error ratio over all groups so far) and saying where in `worst_why`.
+// Inputs in `bound` were compiled in and are not fed.
 void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
               const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol, double* worst,
-              const CompileOptions& compile_options, const std::string& tuning_log, std::string* worst_why) {
+              const CompileOptions& compile_options, const std::string& tuning_log,
+              const std::optional<RunnerCommand>& runner, std::string* worst_why) {
   CompileOptions copts = compile_options;
   std::optional<autotune::LogSchedules> log;  // one per compile: its notes count this module's kernels
   if (!tuning_log.empty()) copts.schedules = &log.emplace(tuning_log, copts.target);
@@ -127,7 +136,23 @@ void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
     ~Remove() { std::error_code ec; fs::remove(p, ec); }
   } cleanup{so};
 
-  LoadedModel loaded(so.string());
+  if (runner) {  // another process: kiln-runner, under qemu-aarch64 for an aarch64 target
+    std::vector<std::string> ins, outs;
+    for (const runtime::GraphIO& io : compiled.plan.inputs) ins.push_back(io.name);
+    for (const runtime::GraphIO& io : compiled.plan.outputs) outs.push_back(io.name);
+    RunnerModule loaded(*runner, so.string(), ins, outs);
+    compare_sets(loaded, sets, bound, rtol, atol, worst, worst_why);
+  } else {
+    LoadedModel loaded(so.string());
+    compare_sets(loaded, sets, bound, rtol, atol, worst, worst_why);
+  }
+}
+
+// Runs each data set through `loaded` (a LoadedModel or a RunnerModule) and compares its outputs.
+template <class Loaded>
+void compare_sets(Loaded& loaded, const std::vector<const DataSet*>& sets,
+                  const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol, double* worst,
+                  std::string* worst_why) {
   KILN_CHECK(static_cast<size_t>(loaded.num_inputs()) + bound.size() == sets[0]->inputs.size())
       << "the module takes " << loaded.num_inputs() << " inputs after binding " << bound.size() << " of "
       << sets[0]->inputs.size();
@@ -151,7 +176,7 @@ void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
 }
 
 int check_case(const fs::path& dir, double rtol, double atol, const CompileOptions& copts, const std::string& tuning_log,
-               const std::map<std::string, relay::Shape>& given_shapes) {
+               const std::optional<RunnerCommand>& runner, const std::map<std::string, relay::Shape>& given_shapes) {
   fs::path model = dir / "model.onnx";
   KILN_USER_CHECK(fs::exists(model)) << "no model.onnx in '" << dir.string() << "'";
   std::vector<fs::path> set_dirs = sorted_files(dir, "test_data_set_");
@@ -214,7 +239,7 @@ int check_case(const fs::path& dir, double rtol, double atol, const CompileOptio
         std::cout << (i ? ", " : " ") << bound_names[i] << " from " << file_of(sets[first], bound_names[i]);
       std::cout << (group.size() > 1 ? " (" + std::to_string(group.size()) + " data sets)" : "") << "\n";
     }
-    run_sets(m, group, opts.bind, rtol, atol, &worst, copts, tuning_log, &worst_why);
+    run_sets(m, group, opts.bind, rtol, atol, &worst, copts, tuning_log, runner, &worst_why);
   }
   bool pass = worst <= 1.0;
   std::cout << (pass ? "PASS " : "FAIL ") << case_name(dir) << ": worst error " << worst
@@ -228,7 +253,7 @@ void add_check(CLI::App& app, int* status) {
   struct Args {
     std::string dir;
     double rtol = 1e-3, atol = 1e-4;
-    std::string tuning_log;
+    std::string tuning_log, target = "llvm", runner;
     std::vector<std::string> input_shapes;
     bool no_winograd = false;
   };
@@ -238,13 +263,23 @@ void add_check(CLI::App& app, int* status) {
   c->add_option("--rtol", args->rtol, "relative tolerance (default 1e-3)");
   c->add_option("--atol", args->atol, "absolute tolerance (default 1e-4)");
   c->add_option("--tuning-log", args->tuning_log, "compile with the best schedules of this autotuning log");
+  c->add_option("--target", args->target,
+                "code generation target (llvm: this CPU; llvm -mtriple=aarch64-linux-gnu runs under qemu-aarch64)");
+  c->add_option("--runner", args->runner,
+                "run the module with this kiln-runner (default: in process; for aarch64 on another machine "
+                "<kiln's dir>/../aarch64/bin/kiln-runner under qemu-aarch64)");
   add_input_shape_option(c, &args->input_shapes);
   c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3))");
   c->callback([args, status] {
     *status = guarded("check", [&] {
       CompileOptions copts;
       copts.winograd = !args->no_winograd;
-      return check_case(args->dir, args->rtol, args->atol, copts, args->tuning_log, read_shape_specs(args->input_shapes));
+      copts.target = Target::parse(args->target);
+      std::optional<RunnerCommand> runner;
+      if (!args->runner.empty() || is_foreign(copts.target))
+        runner = find_runner(triple_arch(copts.target.triple), args->runner);
+      return check_case(args->dir, args->rtol, args->atol, copts, args->tuning_log, runner,
+                        read_shape_specs(args->input_shapes));
     });
   });
 }

@@ -1,10 +1,13 @@
 // kiln run OUT.so --input NAME=FILE.pb ... [--output-dir DIR]: runs a compiled model on
-// TensorProto inputs and writes each output as DIR/<output name>.pb.
+// TensorProto inputs and writes each output as DIR/<output name>.pb. A module for aarch64 on
+// another machine runs in kiln-runner under qemu-aarch64 (external_runner.h).
 #include <filesystem>
 #include <iostream>
 
 #include "bind.h"
 #include "commands.h"
+#include "external_runner.h"
+#include "kiln/runtime/cpu_features.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/support/error.h"
 #include "module_io.h"
@@ -23,6 +26,18 @@ void add_run(CLI::App& app, int* status) {
   c->add_option("--output-dir", args->output_dir, "where to write <output name>.pb files");
   c->callback([args, status] {
     *status = guarded("run", [&] {
+      // A module for another architecture (aarch64 on x86-64) runs in kiln-runner under qemu.
+      std::string arch = elf_arch(args->module);
+      if (!arch.empty() && arch != runtime::host_cpu_features().arch) {
+        std::vector<RunnerInput> inputs;
+        for (const std::string& spec : args->inputs) {
+          auto kv = split_spec(spec);
+          KILN_USER_CHECK(kv) << "--input expects NAME=FILE.pb, got '" << spec << "'";
+          inputs.push_back({kv->first, relay::load_tensor_pb(kv->second).value, kv->second});
+        }
+        run_with_runner(find_runner(arch), args->module, inputs, args->output_dir);
+        return kOk;
+      }
       LoadedModel m(args->module);
       for (const std::string& spec : args->inputs) {
         auto kv = split_spec(spec);

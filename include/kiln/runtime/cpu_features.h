@@ -2,8 +2,9 @@
 // AVX-512 must be refused on a machine without it, with a message, not die of SIGILL.
 //
 // The runtime has no LLVM, so it reads the features itself (cpuid and xgetbv on x86-64, which
-// also tell whether the OS saves the AVX/AVX-512/AMX register state), under LLVM's feature
-// names so it can compare them with a target spec's -mattr list.
+// also tell whether the OS saves the AVX/AVX-512/AMX register state; the hwcap words of the
+// auxiliary vector on AArch64 Linux), under LLVM's feature names so it can compare them with a
+// target spec's -mattr list.
 #pragma once
 
 #include <set>
@@ -24,6 +25,10 @@ CpuFeatures host_cpu_features();
 // The LLVM feature names the runtime knows how to detect on this architecture; a target
 // feature outside this list cannot be checked and is assumed present.
 const std::vector<std::string>& checkable_cpu_features();
+// The same for the architecture `arch` ("x86_64", "aarch64"; empty for one it cannot check):
+// what target_incompatibility checks against a CpuFeatures of that architecture. x86 names are
+// known only where the runtime is built for x86.
+const std::vector<std::string>& checkable_cpu_features(const std::string& arch);
 
 // Why kernels built for `target` (a codegen target spec: "llvm -mtriple=T -mcpu=C -mattr=F")
 // cannot run on `cpu`: the architecture differs, or features the target enables (in -mattr, or
