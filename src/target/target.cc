@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <sstream>
 
 #include "kiln/support/error.h"
@@ -65,6 +67,10 @@ Target Target::parse(const std::string& spec) {
   while (is >> tok) {
     size_t eq = tok.find('=');
     std::string key = tok.substr(0, eq), value = eq == std::string::npos ? "" : tok.substr(eq + 1);
+    static const char* const kKnown[] = {"-mtriple", "-mcpu", "-mattr", "-num-cores", "-l1d", "-l2", "-l3"};
+    KILN_USER_CHECK(std::find(std::begin(kKnown), std::end(kKnown), key) != std::end(kKnown))
+        << "target '" << spec << "': unknown option '" << key
+        << "' (expected -mtriple=, -mcpu=, -mattr=, -num-cores=, -l1d=, -l2=, -l3=)";
     KILN_USER_CHECK(eq != std::string::npos && !value.empty())
         << "target '" << spec << "': option '" << tok << "' needs a value (" << key << "=...)";
     if (key == "-mtriple") {
@@ -85,11 +91,8 @@ Target Target::parse(const std::string& spec) {
       l1d = parse_size(spec, key, value);
     } else if (key == "-l2") {
       l2 = parse_size(spec, key, value);
-    } else if (key == "-l3") {
-      l3 = parse_size(spec, key, value);
     } else {
-      KILN_THROW() << "target '" << spec << "': unknown option '" << key
-                   << "' (expected -mtriple=, -mcpu=, -mattr=, -num-cores=, -l1d=, -l2=, -l3=)";
+      l3 = parse_size(spec, key, value);
     }
   }
 
