@@ -1,6 +1,7 @@
-// kiln bench OUT.so [--threads T] [--repeat N]: median latency of a compiled model on seeded
-// random inputs. Prints "median X ms". --profile then times every node separately (the
-// runtime's per-node profile) and prints each kernel's median and share, slowest first.
+// kiln bench OUT.so|MODEL.onnx [--target T] [--threads T] [--repeat N]: median latency of a
+// compiled model (an .onnx model is compiled for --target first) on seeded random inputs.
+// Prints "median X ms". --profile then times every node separately (the runtime's per-node
+// profile) and prints each kernel's median and share, slowest first.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include "commands.h"
 #include "kiln/autotune/measure_process.h"
+#include "module_file.h"
 #include "module_io.h"
 
 namespace kiln::cli {
@@ -51,20 +53,23 @@ void print_profile(const std::string& path, const autotune::TimerOptions& opts) 
 
 void add_bench(CLI::App& app, int* status) {
   struct Args {
-    std::string module;
+    std::string module, target;
     int threads = 0, repeat = 20;
     bool profile = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("bench", "time a compiled model (median latency)");
-  c->add_option("module", args->module, "the compiled model (.so)")->required();
+  c->add_option("module", args->module, "the compiled model (.so), or an .onnx model to compile for --target")
+      ->required();
+  c->add_option("--target", args->target, "compile an .onnx model for this target; a .so must have been built for it");
   c->add_option("--threads", args->threads, "threads (default: KILN_NUM_THREADS, else all cores)");
   c->add_option("--repeat", args->repeat, "timed samples (each at least 0.1 s of runs)");
   c->add_flag("--profile", args->profile, "also time every kernel and print them, slowest first");
   c->callback([args, status] {
     *status = guarded("bench", [&] {
       if (args->threads > 0) kiln_set_num_threads(args->threads);
-      LoadedModel m(args->module);
+      ModuleFile file(args->module, args->target);
+      LoadedModel m(file.path());
       for (int i = 0; i < m.num_inputs(); ++i) m.set_input(i, random_tensor(m.input_info(i), 1234 + i));
       autotune::TimerOptions opts;
       opts.warmup = 3;
@@ -73,7 +78,7 @@ void add_bench(CLI::App& app, int* status) {
       auto t = autotune::time_function([&] { m.run(); }, opts);
       std::cout << "threads " << kiln_get_num_threads() << ", " << opts.repeat << " samples\n";
       std::cout << "median " << t.median * 1e3 << " ms\n";
-      if (args->profile) print_profile(args->module, opts);
+      if (args->profile) print_profile(file.path(), opts);
       return kOk;
     });
   });

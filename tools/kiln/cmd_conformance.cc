@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "kiln/target/target.h"
 #include "kiln/support/error.h"
 
 namespace kiln::cli {
@@ -66,7 +67,7 @@ struct Child {
   fs::path dir;
 };
 
-Child spawn_check(const fs::path& dir) {
+Child spawn_check(const fs::path& dir, const std::string& target) {
   int fds[2];
   KILN_CHECK(pipe(fds) == 0) << "pipe failed";
   pid_t pid = fork();
@@ -77,7 +78,8 @@ Child spawn_check(const fs::path& dir) {
     close(fds[0]);
     close(fds[1]);
     std::string self = fs::read_symlink("/proc/self/exe").string();
-    execl(self.c_str(), self.c_str(), "check", dir.c_str(), static_cast<char*>(nullptr));
+    if (target.empty()) execl(self.c_str(), self.c_str(), "check", dir.c_str(), static_cast<char*>(nullptr));
+    else execl(self.c_str(), self.c_str(), "check", dir.c_str(), "--target", target.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   close(fds[1]);
@@ -124,13 +126,13 @@ const char* kind_label(CaseResult::Kind k) {
 }
 
 // Runs the cases, at most `jobs` at a time; results in case order.
-std::vector<CaseResult> run_all(const std::vector<fs::path>& cases, int jobs, double timeout_s) {
+std::vector<CaseResult> run_all(const std::vector<fs::path>& cases, int jobs, double timeout_s, const std::string& target) {
   std::vector<CaseResult> results(cases.size());
   std::map<size_t, Child> running;
   size_t next = 0, done = 0;
   while (done < cases.size()) {
     while (static_cast<int>(running.size()) < jobs && next < cases.size()) {
-      running.emplace(next, spawn_check(cases[next]));
+      running.emplace(next, spawn_check(cases[next], target));
       ++next;
     }
     std::vector<pollfd> fds;
@@ -200,7 +202,7 @@ int summarize(const std::vector<CaseResult>& results, const std::set<std::string
 
 void add_conformance(CLI::App& app, int* status) {
   struct Args {
-    std::string root, known_failures;
+    std::string root, known_failures, target;
     int jobs = 2;
     double timeout = 120;
   };
@@ -210,10 +212,13 @@ void add_conformance(CLI::App& app, int* status) {
   c->add_option("--known-failures", args->known_failures, "file listing cases expected to fail, one per line");
   c->add_option("-j,--jobs", args->jobs, "cases checked at once");
   c->add_option("--timeout", args->timeout, "seconds before a case is killed and recorded as a hang");
+  c->add_option("--target", args->target, "code generation target every case is checked for (default: this CPU)");
   c->callback([args, status] {
     *status = guarded("conformance", [&] {
+      if (!args->target.empty()) Target::parse(args->target);  // a bad target is one error, not 1802
       std::set<std::string> known = read_known_failures(args->known_failures);
-      std::vector<CaseResult> results = run_all(find_cases(args->root), std::max(1, args->jobs), args->timeout);
+      std::vector<CaseResult> results =
+          run_all(find_cases(args->root), std::max(1, args->jobs), args->timeout, args->target);
       return summarize(results, known, !args->known_failures.empty());
     });
   });
