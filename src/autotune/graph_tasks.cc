@@ -103,13 +103,14 @@ std::string tunable_workload_key(const FusedGroup& group, const lower::Strategy&
 }
 
 Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const PrepackedWeights& prepacked,
-                const GraphTaskOptions& options) {
+                const Target& target, const GraphTaskOptions& options) {
   // What the template and build hooks share: the group (its Exprs keep the calls alive that key
   // the prepacked map), and the reference, built once on first use.
   struct State {
     FusedGroup group;
     lower::Strategy strategy;
     PrepackedWeights prepacked;
+    Target target;
     GraphTaskOptions options;
     size_t num_outputs = 0;
     std::vector<size_t> cold_inputs;  // parameters holding the model's constants (weights)
@@ -118,13 +119,13 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
     ir::PrimFunc build_func(Config* cfg) const {
       lower::GroupProgram p = lower::group_to_te(group, strategy, &prepacked);
       Config defaults;
-      schedule::Schedule s = lower::schedule_group(p, group, strategy, options.target, cfg ? *cfg : defaults);
+      schedule::Schedule s = lower::schedule_group(p, group, strategy, target, cfg ? *cfg : defaults);
       return codegen::lower_to_ir(s, p.args(), "tuned_kernel");
     }
     std::shared_ptr<const KernelReference> get_reference() {
       if (!reference) {
         ir::PrimFunc f = build_func(nullptr);
-        reference = KernelReference::make(codegen::build({f}, options.target), f, num_outputs, options.input_seed);
+        reference = KernelReference::make(codegen::build({f}, target), f, num_outputs, options.input_seed);
       }
       return reference;
     }
@@ -133,6 +134,7 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
   st->group = group;
   st->strategy = strategy;
   st->prepacked = prepacked_of(group, prepacked);
+  st->target = target;
   st->options = options;
   lower::GroupProgram p = lower::group_to_te(group, strategy, &st->prepacked);
   st->num_outputs = p.outputs.size();
@@ -149,7 +151,7 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
     // The reference is made here, in the tuner's process, and shared by every candidate: the
     // build hook runs in the candidate's child process (tuner.cc), whose state does not last.
     prog.build = [st, f = prog.func, ref = st->get_reference()]() {
-      return measure_kernel(codegen::build({f}, st->options.target), f, ref, st->options.timer, st->options.tolerance,
+      return measure_kernel(codegen::build({f}, st->target), f, ref, st->options.timer, st->options.tolerance,
                             st->cold_inputs);
     };
     return prog;
@@ -157,9 +159,7 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
   return task;
 }
 
-std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTaskOptions& task_options) {
-  GraphTaskOptions options = task_options;
-  options.target = program.target;
+std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTaskOptions& options) {
   std::vector<GraphTask> tasks;
   std::map<std::string, size_t> index;
   for (const FusedGroup& g : program.fused.groups) {
@@ -169,7 +169,7 @@ std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTas
     auto [it, fresh] = index.emplace(key, tasks.size());
     if (fresh) {
       GraphTask t;
-      t.task = group_task(g, strategy, program.prepacked, options);
+      t.task = group_task(g, strategy, program.prepacked, program.target, options);
       KILN_CHECK(t.task.workload_key == key) << "task key '" << t.task.workload_key << "' differs from '" << key << "'";
       t.label = g.label();
       tasks.push_back(std::move(t));

@@ -195,7 +195,7 @@ TEST_CASE("real measurement: a kernel computing something else is rejected as a 
   // Through the tuner: a task whose build swaps in the other computation records only errors.
   Task real = group_task(good.fused.groups[0],
                          kiln::lower::select_strategy(good.fused.groups[0], good.target, good.strategy_options),
-                         good.prepacked, quick());
+                         good.prepacked, good.target, quick());
   Task evil = real;
   evil.make = [real, fw, ref, timer](Config& cfg) {
     Program p = real.make(cfg);

@@ -46,14 +46,15 @@ int run_tune(const TuneArgs& a) {
   const std::filesystem::path log_dir = std::filesystem::absolute(a.log).parent_path();
   KILN_USER_CHECK(std::filesystem::is_directory(log_dir)) << "cannot write tuning log '" << a.log << "': no directory '"
                                                           << log_dir.string() << "'";
+  const Target target = Target::parse(a.target);
   GraphTaskOptions topts;
-  topts.target = Target::parse(a.target);
   topts.all_groups = a.all_groups;
   topts.cold_weights = a.cold_weights;
   relay::OnnxImportOptions iopts;
   iopts.input_shapes = read_shape_specs(a.input_shapes);
   relay::Module m = relay::from_onnx(a.model, iopts);
-  CompileOptions copts;  // the kernels `kiln compile` builds with the same flags
+  CompileOptions copts;  // the kernels `kiln compile` builds with the same flags and target
+  copts.target = target;
   copts.winograd = !a.no_winograd;
   std::vector<GraphTask> tasks = extract_tasks(m, copts, topts);
   int kernels = 0;
@@ -82,7 +83,7 @@ int run_tune(const TuneArgs& a) {
     TunerOptions o;
     o.trials = a.trials;
     o.log_path = a.log;
-    o.target = topts.target.str();
+    o.target = target.str();
     o.seed = a.seed + i;  // each task its own stream, all fixed by --seed
     o.timeout_s = a.timeout_s;
     o.build_jobs = a.build_jobs;

@@ -27,8 +27,6 @@
 namespace kiln::autotune {
 
 struct GraphTaskOptions {
-  // What the candidates are built for (extract_tasks takes it from the program it is given).
-  Target target = Target::host();
   // How each candidate is timed (warm caches by default). No warmup call: measure_kernel's
   // correctness run on the same buffers comes first and is one. At most about a second a
   // candidate: a bad SGEMM 1024 config takes seconds a call, and is then timed once.
@@ -66,7 +64,7 @@ std::string tunable_workload_key(const relay::FusedGroup& group, const lower::St
                                  bool all_groups = false);
 
 // The distinct tunable workloads of a program, in order of first occurrence, built for the
-// program's target (options.target is replaced by it).
+// program's target (the one fuse_model lowered it for).
 std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTaskOptions& options = {});
 // fuse_model (the passes compile() runs, for compile_options.target) then the above.
 std::vector<GraphTask> extract_tasks(const relay::Module& module, const CompileOptions& compile_options = {},
@@ -80,10 +78,10 @@ std::string workload_template(const std::string& workload_key);
 ConfigSpace group_config_space(const relay::FusedGroup& group, const lower::Strategy& strategy,
                                const lower::PrepackedWeights& prepacked, const Target& target);
 
-// The task of one group on options.target (it need not be tunable; a space of one point tunes
+// The task of one group on `target` (it need not be tunable; a space of one point tunes
 // trivially).
 Task group_task(const relay::FusedGroup& group, const lower::Strategy& strategy, const lower::PrepackedWeights& prepacked,
-                const GraphTaskOptions& options = {});
+                const Target& target, const GraphTaskOptions& options = {});
 
 // Floating-point operations of one run of a te program, the convention GFLOPS figures use: 2 per
 // term of every reduction (a multiply-add; max/min reductions counted alike) and 1 per element
