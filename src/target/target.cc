@@ -46,7 +46,8 @@ std::string human_size(int64_t bytes) {
 
 bool CpuFacts::operator==(const CpuFacts& o) const {
   return vector_bits == o.vector_bits && vector_registers == o.vector_registers && fma == o.fma &&
-         fma_latency == o.fma_latency && fma_per_cycle == o.fma_per_cycle && l1d_bytes == o.l1d_bytes &&
+         fma_latency == o.fma_latency && fma_per_cycle == o.fma_per_cycle && loads_per_cycle == o.loads_per_cycle &&
+         l1d_bytes == o.l1d_bytes &&
          l2_bytes == o.l2_bytes && l3_bytes == o.l3_bytes && cores == o.cores;
 }
 
@@ -115,7 +116,9 @@ Target Target::parse(const std::string& spec) {
   // CPU or an ISA level such as x86-64-v3, which names no machine); a named CPU's from the table.
   t.facts = target_detail::isa_facts(t);
   const bool host_machine = host_triple && (t.cpu == h.cpu || target_detail::is_isa_level(t.cpu));
-  target_detail::set_machine_facts(&t, host_machine ? &h.facts : nullptr);
+  // An ISA level run here times like the host CPU (its FMA pipes and load ports, at the level's
+  // vector width).
+  target_detail::set_machine_facts(&t, host_machine ? h.cpu : t.cpu, host_machine ? &h.facts : nullptr);
   if (host_triple && !host_machine) t.facts.cores = h.facts.cores;
   if (cores) t.facts.cores = cores;
   if (l1d) t.facts.l1d_bytes = l1d;

@@ -25,25 +25,27 @@ struct KnownCpu {
   const char* name;
   int64_t l1d, l2, l3;  // bytes: per core, per core, shared
   int fma_latency, fma_per_cycle;  // at the CPU's widest vectors
+  int loads_per_cycle = 2;
 };
 
 constexpr int64_t K = 1024, M = 1024 * 1024;
 
 // Vendor figures (optimization manuals, Agner Fog's tables). fma_per_cycle counts instructions
 // of the widest vectors: Zen 4 runs a 512-bit FMA on its two 256-bit pipes, so one per cycle;
-// Skylake-SP server parts have two 512-bit FMA units. L3 is a typical part's whole cache.
+// Skylake-SP server parts have two 512-bit FMA units. loads_per_cycle: vector loads of that
+// width (2 unless listed). L3 is a typical part's whole cache.
 const KnownCpu kKnownCpus[] = {
     {"haswell", 32 * K, 256 * K, 8 * M, 5, 2},           {"broadwell", 32 * K, 256 * K, 8 * M, 4, 2},
-    {"skylake", 32 * K, 256 * K, 8 * M, 4, 2},           {"alderlake", 48 * K, 1280 * K, 24 * M, 4, 2},
+    {"skylake", 32 * K, 256 * K, 8 * M, 4, 2},           {"alderlake", 48 * K, 1280 * K, 24 * M, 4, 2, 3},
     {"skylake-avx512", 32 * K, 1 * M, 32 * M, 4, 2},     {"cascadelake", 32 * K, 1 * M, 32 * M, 4, 2},
     {"cooperlake", 32 * K, 1 * M, 32 * M, 4, 2},         {"icelake-server", 48 * K, 1280 * K, 48 * M, 4, 2},
-    {"sapphirerapids", 48 * K, 2 * M, 96 * M, 4, 2},     {"emeraldrapids", 48 * K, 2 * M, 160 * M, 4, 2},
+    {"sapphirerapids", 48 * K, 2 * M, 96 * M, 4, 2, 3},  {"emeraldrapids", 48 * K, 2 * M, 160 * M, 4, 2, 3},
     {"znver1", 32 * K, 512 * K, 8 * M, 5, 1},            {"znver2", 32 * K, 512 * K, 16 * M, 5, 2},
-    {"znver3", 32 * K, 512 * K, 32 * M, 4, 2},           {"znver4", 32 * K, 1 * M, 32 * M, 4, 1},
+    {"znver3", 32 * K, 512 * K, 32 * M, 4, 2, 3},        {"znver4", 32 * K, 1 * M, 32 * M, 4, 1, 3},
     {"neoverse-n1", 64 * K, 1 * M, 32 * M, 4, 2},        {"neoverse-n2", 64 * K, 1 * M, 32 * M, 4, 2},
-    {"neoverse-v1", 64 * K, 1 * M, 32 * M, 4, 4},        {"neoverse-v2", 64 * K, 2 * M, 64 * M, 4, 4},
+    {"neoverse-v1", 64 * K, 1 * M, 32 * M, 4, 4, 3},     {"neoverse-v2", 64 * K, 2 * M, 64 * M, 4, 4, 3},
     {"cortex-a72", 32 * K, 1 * M, 1 * M, 7, 2},          {"cortex-a76", 64 * K, 512 * K, 4 * M, 4, 2},
-    {"apple-m1", 128 * K, 4 * M, 8 * M, 4, 4},
+    {"apple-m1", 128 * K, 4 * M, 8 * M, 4, 4, 3},
 };
 
 const KnownCpu* known_cpu(const std::string& name) {
@@ -122,7 +124,7 @@ CpuFacts isa_facts(const Target& t) {
   return f;
 }
 
-void set_machine_facts(Target* t, const CpuFacts* machine) {
+void set_machine_facts(Target* t, const std::string& cpu, const CpuFacts* machine) {
   CpuFacts& f = t->facts;
   const bool arm = t->is_aarch64();
   // Defaults for a CPU the table does not know: typical of current server cores.
@@ -131,10 +133,11 @@ void set_machine_facts(Target* t, const CpuFacts* machine) {
   f.l3_bytes = arm ? 8 * M : 16 * M;
   f.fma_latency = 4;
   f.fma_per_cycle = 2;
+  f.loads_per_cycle = 2;
   f.cores = 4;
-  if (const KnownCpu* c = known_cpu(t->cpu)) {
+  if (const KnownCpu* c = known_cpu(cpu)) {
     f.l1d_bytes = c->l1d, f.l2_bytes = c->l2, f.l3_bytes = c->l3;
-    f.fma_latency = c->fma_latency, f.fma_per_cycle = c->fma_per_cycle;
+    f.fma_latency = c->fma_latency, f.fma_per_cycle = c->fma_per_cycle, f.loads_per_cycle = c->loads_per_cycle;
     // A table entry's rate is for its widest vectors; code restricted to narrower ones (AVX2
     // on an AVX-512 part that splits 512-bit FMAs) issues two per cycle.
     if (c->fma_per_cycle == 1 && f.vector_bits < 512 && t->is_x86()) f.fma_per_cycle = 2;

@@ -77,7 +77,7 @@ Target detect_host() {
   for (size_t i = 0; i < list.size(); ++i) t.features += (i ? "," : "") + list[i];
 
   t.facts = target_detail::isa_facts(t);
-  target_detail::set_machine_facts(&t, nullptr);  // table (or default) first: sysfs may lack a level
+  target_detail::set_machine_facts(&t, t.cpu, nullptr);  // table (or default) first: sysfs may lack a level
   CpuFacts machine = t.facts;
   int64_t l1d = 0, l2 = 0, l3 = 0;
   read_caches(&l1d, &l2, &l3);
@@ -85,7 +85,7 @@ Target detect_host() {
   if (l2) machine.l2_bytes = l2;
   if (l3) machine.l3_bytes = l3;
   machine.cores = usable_cores();
-  target_detail::set_machine_facts(&t, &machine);
+  target_detail::set_machine_facts(&t, t.cpu, &machine);
   return t;
 }
 

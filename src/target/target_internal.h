@@ -16,8 +16,9 @@ bool is_isa_level(const std::string& cpu);
 // The instruction-set facts of t (vector bits and registers, FMA, its latency and issue rate),
 // from the features LLVM enables for t.cpu and t.features; cache and core fields default.
 CpuFacts isa_facts(const Target& t);
-// Caches of t->cpu from the table of known CPUs, or `machine`'s (the host's) when given; cores
-// from `machine`, else the table's default.
-void set_machine_facts(Target* t, const CpuFacts* machine);
+// The machine facts of `cpu` (FMA timing, loads, caches) from the table of known CPUs, or
+// stated defaults, adjusted to t's vector width; then caches and cores from `machine` (the
+// host's, measured) when given.
+void set_machine_facts(Target* t, const std::string& cpu, const CpuFacts* machine);
 
 }  // namespace kiln::target_detail

@@ -4,6 +4,7 @@
 // profile) and prints each kernel's median and share, slowest first.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <iostream>
 #include <vector>
 
@@ -17,6 +18,12 @@
 namespace kiln::cli {
 
 namespace {
+
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 // A second executor of the same library, so the plain median above is never timed with clocks
 // around the nodes. Runs until each node has opts.repeat samples, and at least as long as the
@@ -75,9 +82,16 @@ void add_bench(CLI::App& app, int* status) {
       opts.warmup = 3;
       opts.repeat = std::max(1, args->repeat);
       opts.min_duration_s = 0.1;
+      const double cpu0 = process_cpu_seconds();
       auto t = autotune::time_function([&] { m.run(); }, opts);
+      const double cpu = process_cpu_seconds() - cpu0;
+      int calls = opts.warmup;
+      for (int c : t.calls) calls += c;
       std::cout << "threads " << kiln_get_num_threads() << ", " << opts.repeat << " samples\n";
       std::cout << "median " << t.median * 1e3 << " ms\n";
+      // CPU time per run (all threads, waits included): on a shared machine, with one thread, a
+      // steadier figure than the wall clock, which counts the time other processes held the core.
+      std::cout << "cpu " << cpu / calls * 1e3 << " ms per run\n";
       if (args->profile) print_profile(file.path(), opts);
       return kOk;
     });

@@ -31,6 +31,7 @@ struct CpuFacts {
   bool fma = false;           // fused multiply-add instructions
   int fma_latency = 4;        // cycles from an FMA to a dependent one
   int fma_per_cycle = 2;      // vector FMAs a core issues per cycle at vector_bits
+  int loads_per_cycle = 2;    // vector loads a core issues per cycle
   int64_t l1d_bytes = 32 << 10;  // per core
   int64_t l2_bytes = 1 << 20;    // per core
   int64_t l3_bytes = 16 << 20;   // shared, the whole cache

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/schedule/templates/register_tile.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
 
@@ -16,20 +17,49 @@ struct ConvTile {
   bool window_outer = false, unroll_kw = false;
 };
 
-// nblk: output-channel blocks of `lanes` channels; oh is 0 for a 1-d conv (no row knob).
-ConvTile define_conv_tile(Config& cfg, int64_t nblk, int64_t lanes, int64_t oh, int64_t ow) {
+// The default register tile of a conv: `oc_blocks` weight vectors (channel blocks) by tile_oh x
+// tile_ow broadcast inputs among the divisors of the output, ranked by the target's register
+// model (register_tile.h) after two conv-specific preferences: a tile whose write-out
+// vectorizes (vectorized_write_out: scalar stores of the transposed tile measured up to 15%
+// slower on AVX-512), and single-row tiles (one contiguous input row per tap) unless rows
+// raise the model's efficiency.
+struct ConvTileChoice {
+  int64_t ocp = 1, ohr = 1, owr = 1;
+};
+ConvTileChoice default_conv_tile(const Target& target, int64_t nblk, int64_t co, int64_t oh, int64_t ow,
+                                 int64_t max_owr, int64_t max_ohr) {
+  ConvTileChoice best;
+  std::vector<double> best_rank;
+  for (int64_t ocp : {1, 2, 4}) {
+    if (nblk % ocp != 0) continue;
+    for (int64_t ohr = 1; ohr <= (oh > 0 ? max_ohr : 1); ++ohr) {
+      if (oh > 0 && oh % ohr != 0) continue;
+      for (int64_t owr = 1; owr <= max_owr; ++owr) {
+        if (ow % owr != 0) continue;
+        RegisterTile t{ocp, ohr * owr};
+        std::vector<double> model = tile_rank(target, t);
+        std::vector<double> rank = {vectorized_write_out(owr, co) ? 0.0 : 1.0, model[0], double(ohr)};
+        rank.insert(rank.end(), model.begin() + 1, model.end());
+        if (best_rank.empty() || rank < best_rank) best_rank = rank, best = {ocp, ohr, owr};
+      }
+    }
+  }
+  return best;
+}
+
+// nblk: output-channel blocks of the target's lanes; oh is 0 for a 1-d conv (no row knob).
+ConvTile define_conv_tile(Config& cfg, const Target& target, int64_t nblk, int64_t co, int64_t oh, int64_t ow) {
   ConvTile t;
-  // Columns per tile: 8 when W allows, so the NCHW write-out can be vectorized (vec_out) and
-  // two channel blocks fit (16 accumulators); else the largest divisor <= 14. Measured (1
-  // thread): 8 columns x 2 blocks beat 16 x 1 on resnet18's 7x7 conv (1.61 vs 1.72 ms) and
-  // mobilenet_v2's 112x112 convs (1x1 16->96: 0.54 vs 0.57; 3x3 s2: 0.236 vs 0.243).
-  int64_t pref = ow % 8 == 0 ? 8 : largest_divisor(ow, 14);
-  t.owr = cfg.define_split("tile_ow", ow, 2, {ow / pref, pref}, 16)[1];
-  // Rows per tile: more accumulators per weight load. The default stays one row: measured on
-  // resnet18's shapes, the column tile alone already hides the FMA latency.
-  if (oh > 0) t.ohr = cfg.define_split("tile_oh", oh, 2, {oh, 1}, 4)[1];
-  bool pair_fits = nblk % 2 == 0 && t.owr * t.ohr <= 12 && lanes >= 8;
-  t.ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, pair_fits ? 2 : 1);
+  // The search spans tiles up to a register file of broadcasts (columns) and 4 rows; the default
+  // is the register model's. Measured (resnet18, 2 threads, Zen 4): on AVX2 code the previous
+  // defaults of 2 blocks x 8 columns (19 registers of 16) ran 2-3x slower than the tuner's best
+  // tiles of 7 to 14 accumulators; on AVX-512 (Xeon) 2 x 8 measured best of its neighbours
+  // (7x7 conv 1.61 ms vs 1.72 for 1 x 16).
+  const int64_t max_owr = target.facts.vector_registers - 2, max_ohr = 4;
+  ConvTileChoice d = default_conv_tile(target, nblk, co, oh, ow, max_owr, max_ohr);
+  t.owr = cfg.define_split("tile_ow", ow, 2, {ow / d.owr, d.owr}, max_owr)[1];
+  if (oh > 0) t.ohr = cfg.define_split("tile_oh", oh, 2, {oh / d.ohr, d.ohr}, max_ohr)[1];
+  t.ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, d.ocp);
   while (nblk % t.ocp != 0) t.ocp /= 2;  // a choice tuned for another shape: the largest that divides
   t.window_outer = cfg.define_knob("reduce_order", {0, 1}, 0) == 1;
   t.unroll_kw = cfg.define_knob("unroll_kw", {0, 1}, 0) == 1;
@@ -87,6 +117,10 @@ ir::IterVar schedule_conv_ic_blocked(Schedule& s, const te::Tensor& tiled, const
   return task;
 }
 
+bool vectorized_write_out(int64_t columns, int64_t lanes) {
+  return columns >= 4 && columns * 2 >= lanes && columns <= lanes && (columns & (columns - 1)) == 0;
+}
+
 // Channels per partial sum of the register tile, or 0 for one running sum. A float running sum
 // of n products gathers rounding error in proportion to n (about sqrt(n) for random signs);
 // summed in chunks of k products, each from zero, as k + n/k. Measured, max error vs a double
@@ -113,12 +147,13 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
   int d = conv.ndim() - 2;
   int64_t co = blocked.shape().back(), nblk = blocked.shape()[1], ow = conv.shape().back();
   int64_t oh = d >= 2 ? conv.shape()[d] : 0;
-  ConvTile t = define_conv_tile(cfg, nblk, co, oh, ow);
-  // The write-out transposes the tile (channels in lanes -> columns in lanes). Vectorized over
-  // 8 or 16 columns LLVM does it with shuffles and stores whole vectors; measured (1 thread)
-  // resnet18's 7x7 conv 1.86 -> 1.66 ms, layer1 3x3 1.47 -> 1.30, mobilenet's 1x1 16->96 at
-  // 112x112 0.66 -> 0.55. Other widths stay scalar stores (vectorized, they were slower).
-  int64_t vec_out = cfg.define_knob("vec_out", {0, 1}, t.owr == 8 || t.owr == 16 ? 1 : 0);
+  ConvTile t = define_conv_tile(cfg, target, nblk, co, oh, ow);
+  // The write-out transposes the tile (channels in lanes -> columns in lanes). Vectorized over a
+  // power of two of columns from half a register to a whole one, LLVM does it with shuffles and
+  // stores whole vectors; measured (1 thread, AVX-512: 8 or 16 columns) resnet18's 7x7 conv 1.86
+  // -> 1.66 ms, layer1 3x3 1.47 -> 1.30, mobilenet's 1x1 16->96 at 112x112 0.66 -> 0.55. Other
+  // widths stay scalar stores (vectorized, they were slower).
+  int64_t vec_out = cfg.define_knob("vec_out", {0, 1}, vectorized_write_out(t.owr, co) ? 1 : 0);
   // Input-channel blocks [C/ci, ci]: with more than one, a task computes a whole channel block's
   // output plane, chunk by chunk of ci input channels, in a local buffer (the plane of a 7x7
   // layer is 6 KiB): each weight chunk streamed from L3 then feeds every row at once, instead
@@ -130,7 +165,7 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
   int64_t cg = ir::as_const_int(bop->reduce_axis[0]->dom.extent).value_or(1), taps = 1;
   for (size_t i = 1; i < bop->reduce_axis.size(); ++i) taps *= ir::as_const_int(bop->reduce_axis[i]->dom.extent).value_or(1);
   bool plane_fits = d == 2 && oh * ow <= 28 * 28 && cg * taps >= 256 && cg >= 64 &&
-                    conv.shape()[0] * (nblk / t.ocp) >= 8;
+                    conv.shape()[0] * (nblk / t.ocp) >= 4 * target.facts.cores;
   int64_t ci = plane_fits ? largest_divisor(cg, 32) : cg;
   int64_t ic_chunks = d == 2 ? cfg.define_split("tile_ic", cg, 2, {cg / ci, ci}, 0)[0] : 1;
   // The padded input: computed whole at the root before the conv (one pass over memory, parallel
@@ -203,7 +238,7 @@ void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   KILN_CHECK(conv.ndim() == 5 && tiled.shape() == conv.shape()) << "schedule_conv_nchwc_cpu: not a blocked conv";
   te::Tensor pad = input_with_suffix(conv, te::ops::kPadSuffix);
   int64_t nblk = conv.shape()[1], oh = conv.shape()[2], ow = conv.shape()[3], co = conv.shape()[4];
-  ConvTile t = define_conv_tile(cfg, nblk, co, oh, ow);
+  ConvTile t = define_conv_tile(cfg, target, nblk, co, oh, ow);
 
   te::Tensor core = conv;
   if (conv.same_as(tiled)) {

@@ -45,6 +45,11 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
 void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
                              Config& cfg);
 
+// Whether a tile's write-out (channels in lanes -> `columns` columns in lanes) is vectorized by
+// default: a power of two of columns from half a register of `lanes` to a whole one (shared with
+// the Winograd template).
+bool vectorized_write_out(int64_t columns, int64_t lanes);
+
 // Input channels per partial sum of a register tile whose sums run over cg channels x taps
 // kernel taps (each chunk summed from zero, then added: less rounding error), or 0 for one
 // running sum. Shared by the templates whose reductions run over channels (conv, Winograd).

@@ -1,0 +1,83 @@
+// Defaults from the target: the register-tile model (schedule/templates/register_tile.h) and the
+// conv and Winograd templates' default tiles on AVX2, AVX-512 and NEON targets.
+#include <catch2/catch.hpp>
+
+#include <regex>
+
+#include "kiln/schedule/templates/register_tile.h"
+#include "test_ops_b_util.h"
+
+using namespace kiln;
+using schedule::RegisterTile;
+
+namespace {
+const auto f32 = relay::DataType::f32();
+const Target kAvx2 = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64-v3");
+const Target kAvx512 = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512");
+const Target kNeon = Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1");
+
+int64_t knob(const std::string& cfg, const std::string& name, int part = -1) {
+  std::smatch m;
+  if (part < 0) {
+    std::regex re(name + "=([0-9]+)");
+    REQUIRE(std::regex_search(cfg, m, re));
+    return std::stoll(m[1]);
+  }
+  std::regex re(name + "=\\[([0-9]+),([0-9]+)\\]");
+  REQUIRE(std::regex_search(cfg, m, re));
+  return std::stoll(m[1 + part]);
+}
+
+// The default config of the strategy's template for a conv2d of these shapes on `target`.
+std::string default_config(const Target& target, relay::Shape xs, relay::Shape ws, int64_t stride, int64_t pad) {
+  opsb_test::Lowered l = opsb_test::lower_call(
+      "nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
+      opsb_test::conv_attrs({stride, stride}, {pad, pad, pad, pad}, {1, 1}, 1), target);
+  schedule::Config cfg;
+  l.template_schedule(cfg);
+  return l.strategy.template_name + ": " + cfg.str();
+}
+}  // namespace
+
+TEST_CASE("register tiles: the model counts registers, FMA issue, loads and latency", "[target][spaces]") {
+  CHECK(schedule::tile_registers({2, 6}) == 15);
+  CHECK(schedule::tile_efficiency(kAvx2, {2, 6}) == 1.0);    // 12 FMAs at 2 a cycle, 8 loads
+  CHECK(schedule::tile_efficiency(kAvx2, {2, 7}) == 0.0);    // 17 registers of 16: it spills
+  CHECK(schedule::tile_efficiency(kAvx512, {2, 7}) == 1.0);  // 32 registers
+  CHECK(schedule::tile_efficiency(kAvx2, {1, 2}) == 0.25);   // 2 chains for 8 FMAs in flight
+  // Chosen tiles fit the register file and hide the FMA latency.
+  std::vector<RegisterTile> all;
+  for (int64_t v : {1, 2, 4})
+    for (int64_t s = 1; s <= 30; ++s) all.push_back({v, s});
+  for (const Target* t : {&kAvx2, &kAvx512, &kNeon}) {
+    RegisterTile best = schedule::choose_register_tile(*t, all);
+    INFO(t->summary() << ": " << best.vectors << " x " << best.scalars);
+    CHECK(schedule::tile_registers(best) < t->facts.vector_registers);
+    CHECK(best.accumulators() >= t->facts.fma_in_flight());
+  }
+}
+
+TEST_CASE("conv defaults follow the target: tiles within each register file", "[target][spaces]") {
+  struct Layer {
+    relay::Shape x, w;
+    int64_t stride, pad;
+  };
+  // resnet18's layers (direct and Winograd) and a mobilenet 1x1 conv.
+  const std::vector<Layer> layers = {{{1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1},   {{1, 64, 56, 56}, {128, 64, 3, 3}, 2, 1},
+                                     {{1, 256, 14, 14}, {256, 256, 3, 3}, 1, 1}, {{1, 512, 7, 7}, {512, 512, 3, 3}, 1, 1},
+                                     {{1, 3, 224, 224}, {64, 3, 7, 7}, 2, 3},    {{1, 32, 112, 112}, {16, 32, 1, 1}, 1, 0}};
+  for (const Layer& l : layers) {
+    for (const Target* t : {&kAvx2, &kAvx512, &kNeon}) {
+      std::string cfg = default_config(*t, l.x, l.w, l.stride, l.pad);
+      INFO(t->summary() << "\n  " << cfg);
+      const bool wino = cfg.rfind("conv_winograd", 0) == 0;
+      int64_t vectors = knob(cfg, "oc_blocks");
+      int64_t scalars = wino ? knob(cfg, "tile_tw", 1) : knob(cfg, "tile_oh", 1) * knob(cfg, "tile_ow", 1);
+      CHECK(schedule::tile_registers({vectors, scalars}) <= t->facts.vector_registers);
+      CHECK(schedule::tile_efficiency(*t, {vectors, scalars}) > 0.5);
+    }
+  }
+  // AVX2 and AVX-512 get different tiles for the same layer (16 vs 32 registers, 8 vs 16 lanes).
+  CHECK(default_config(kAvx2, {1, 64, 56, 56}, {128, 64, 3, 3}, 2, 1) !=
+        default_config(kAvx512, {1, 64, 56, 56}, {128, 64, 3, 3}, 2, 1));
+}
