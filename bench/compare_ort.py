@@ -103,6 +103,20 @@ def kiln_description(kiln):
     return desc
 
 
+def kiln_build_stamp(kiln):
+    """(path, mtime, size) of the binary and the libraries beside it (../lib/*.so): another
+    engineer may rebuild the kiln being measured in the middle of a run."""
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(kiln))), "lib")
+    stamp = []
+    for path in [kiln] + sorted(glob.glob(os.path.join(lib, "*.so"))):
+        try:
+            st = os.stat(path)
+            stamp.append((path, st.st_mtime, st.st_size))
+        except OSError:
+            stamp.append((path, None, None))
+    return stamp
+
+
 def module_cpu(so):
     """The -mcpu a compiled module records in its plan (the target resolved by kiln compile)."""
     try:
@@ -302,13 +316,13 @@ def measure(a, kiln, models_dir, out_dir, name):
 
 # ---- the table --------------------------------------------------------------------------------
 
-def print_report(a, kiln, models_dir, rows, load_before, load_after):
+def print_report(a, kiln, models_dir, rows, load_before, load_after, rebuilt):
     tuned = bool(a.tuning_log)
     cpus = sorted({r["cpu"] for r in rows if r["cpu"]})
     target = a.target or "llvm (kiln's default: this CPU)"
     ov_version = ov.get_version() if ov is not None else OV_IMPORT_ERROR
     print(f"\nCPU: {cpu_description()}")
-    print(f"kiln: {kiln}; target: {target}" + (f" -> -mcpu={', '.join(cpus)} in the modules" if cpus else ""))
+    print(f"kiln: {kiln_description(kiln)}; target: {target}" + (f" -> -mcpu={', '.join(cpus)} in the modules" if cpus else ""))
     print(f"peers: onnxruntime {ort.__version__} (CPUExecutionProvider), OpenVINO {ov_version} "
           f"(CPU plugin, fp32, latency hint)")
     ov_configs = sorted({r["ov_config"] for r in rows if r["ov_config"]})
@@ -348,6 +362,9 @@ def print_report(a, kiln, models_dir, rows, load_before, load_after):
             parts.append(f"{s.strip(' ()') or 'kiln'} {geomean(xs):.2f} over {len(xs)} models" if xs
                          else f"{s.strip(' ()') or 'kiln'}: no model measured")
         print(f"geometric mean of {label}: " + "; ".join(parts))
+    if rebuilt:
+        print("WARNING: the kiln binary or its libraries changed during the run (rebuilt?): "
+              "rows may come from different builds, or fail; run again")
     fmt = lambda l: " ".join(f"{x:.2f}" for x in l)
     print(f"load average (1/5/15 min): before {fmt(load_before)}, after {fmt(load_after)}")
 
@@ -367,10 +384,10 @@ def main():
             sys.exit(f"no model: {os.path.join(models_dir, n, 'model.onnx')}")
     out_dir = os.path.join(a.root, "build", "bench-out")
     os.makedirs(out_dir, exist_ok=True)
-    load_before = os.getloadavg()
+    load_before, stamp = os.getloadavg(), kiln_build_stamp(kiln)
     rows = [measure(a, kiln, models_dir, out_dir, n) for n in names]
     load_after = os.getloadavg()
-    print_report(a, kiln, models_dir, rows, load_before, load_after)
+    print_report(a, kiln, models_dir, rows, load_before, load_after, kiln_build_stamp(kiln) != stamp)
 
 
 if __name__ == "__main__":
