@@ -97,7 +97,10 @@ def kiln_description(kiln):
         rev = subprocess.run(["git", "-C", top, "log", "-1", "--format=%h %cd", "--date=short"],
                              capture_output=True, text=True, timeout=10)
         if rev.returncode == 0 and rev.stdout.strip():
-            desc += f" (checkout at {rev.stdout.strip()})"
+            # --no-optional-locks: only read the other checkout (status may rewrite its index)
+            dirty = subprocess.run(["git", "--no-optional-locks", "-C", top, "status", "--porcelain",
+                                    "--untracked-files=no"], capture_output=True, text=True, timeout=10).stdout.strip()
+            desc += f" (checkout at {rev.stdout.strip()}" + (", with uncommitted changes)" if dirty else ")")
     except (OSError, subprocess.TimeoutExpired):
         pass
     return desc
