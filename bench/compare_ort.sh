@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Latency of kiln against ONNX Runtime on the shared models, measured in the same run.
-# Usage: bash bench/compare_ort.sh [--tuning-log LOG] [--rounds R] [--repeat N] [--models a,b]
+# Latency of kiln against ONNX Runtime and OpenVINO (CPU), measured in the same run.
+# Usage: bash bench/compare_ort.sh [--kiln PATH] [--target T] [--tuning-log LOG] [--rounds R]
+#          [--repeat N] [--models-dir DIR] [--models a,b]
 # The venv lives in build/bench-venv (created once, reused): benchmarks may need packages the
 # build does not, and nothing here may touch the system Python.
 set -euo pipefail
@@ -9,8 +10,9 @@ venv="$root/build/bench-venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import onnxruntime, onnx, numpy" 2>/dev/null; then
-  # onnx only parses the TensorProto test inputs; ORT is the peer being measured.
-  "$venv/bin/pip" install -q onnxruntime onnx numpy
+if ! "$venv/bin/python" -c "import onnxruntime, openvino, onnx, numpy" 2>/dev/null; then
+  # onnx only parses the models and their TensorProto test inputs; ORT and OpenVINO are the
+  # peers being measured.
+  "$venv/bin/pip" install -q onnxruntime openvino onnx numpy
 fi
 exec "$venv/bin/python" "$root/bench/compare_ort.py" --root "$root" "$@"

@@ -69,6 +69,17 @@ def gpt2_tiny():
     return FirstOutput(GPT2LMHeadModel(cfg), "logits"), [ids, mask]
 
 
+def gpt2_mini():
+    """A GPT-2 style causal LM of a realistic small size: 6 layers, hidden 512, 8 heads, GPT-2's
+    50257-token vocabulary (the tied LM head is a 512 x 50257 matmul per position), 128 tokens."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(vocab_size=50257, n_embd=512, n_layer=6, n_head=8, n_positions=1024,
+                     use_cache=False, attn_implementation="eager")
+    ids = torch.randint(0, cfg.vocab_size, (1, 128))
+    mask = torch.ones(1, 128, dtype=torch.int64)  # see gpt2_tiny
+    return FirstOutput(GPT2LMHeadModel(cfg), "logits"), [ids, mask]
+
+
 # One or two of each torchvision classification family (the largest members only add size).
 def llama_tiny():
     """A LLaMA-style decoder: RMSNorm, rotary position embeddings, SiLU-gated MLP."""
@@ -121,7 +132,8 @@ MODELS = {n: torchvision_model(n) for n in [
     "alexnet", "vgg11_bn", "googlenet", "inception_v3", "mnasnet0_5", "resnext50_32x4d",
     "squeezenet1_0", "mobilenet_v3_large", "efficientnet_v2_s", "regnet_x_400mf",
     "swin_t", "swin_v2_t", "maxvit_t"]}
-MODELS.update({"bert_tiny": bert_tiny, "gpt2_tiny": gpt2_tiny, "llama_tiny": llama_tiny,
+MODELS.update({"bert_tiny": bert_tiny, "gpt2_tiny": gpt2_tiny, "gpt2_mini": gpt2_mini,
+               "llama_tiny": llama_tiny,
                "distilbert_tiny": distilbert_tiny, "t5_tiny": t5_tiny, "bart_tiny": bart_tiny})
 
 
