@@ -97,6 +97,31 @@ TEST_CASE("injective_cpu: small outputs stay serial, odd inner extents stay scal
   CHECK(space.size() == 18);
 }
 
+TEST_CASE("injective_cpu: a short row fuses with the row above into one vectorized run", "[ops_a]") {
+  // [1, 32, 14, 14]: a row of 14 gives 2 lanes; the 196 of a plane give 14 (AVX-512) or 4 (AVX2).
+  auto a = te::placeholder({1, 32, 14, 14}, f32, "a"), b = te::placeholder({1, 32, 14, 14}, f32, "b");
+  auto y = add_exp(a, b);
+  for (auto [target, lanes] : {std::pair<Target, int>{kAvx512, 14}, {Target::parse("llvm -mcpu=x86-64-v3"), 4}}) {
+    auto s = schedule::create({y});
+    schedule::Config cfg;
+    schedule::injective_cpu(s, {y}, target, cfg);
+    std::string ir = final_ir(s, {a, b, y});
+    INFO(ir);
+    CHECK(contains(ir, ", 1, " + std::to_string(lanes) + ")]"));
+  }
+  // A row broadcast along the plane (b [14]) cannot fuse: it stays 2 lanes of a row.
+  auto r = te::placeholder({14}, f32, "r");
+  auto z = add_exp(a, r);
+  auto s = schedule::create({z});
+  schedule::Config cfg;
+  schedule::injective_cpu(s, {z}, kAvx512, cfg);
+  CHECK(contains(final_ir(s, {a, r, z}), ", 1, 2)]"));
+  HostTensor av = random_tensor(f32, {1, 32, 14, 14}, 8), bv = random_tensor(f32, {1, 32, 14, 14}, 9);
+  std::vector<relay::Type> types{relay::tensor_type(f32, {1, 32, 14, 14})};
+  CHECK(mismatch(build_and_run({a, b}, {y}, {av, bv}, types, Sched::Default)[0],
+                 build_and_run({a, b}, {y}, {av, bv}, types, Sched::Naive)[0], 0, 0) == "");
+}
+
 TEST_CASE("reduction_cpu: a reduction over an outer axis vectorizes the kept inner axis", "[ops_a]") {
   auto x = te::placeholder({64, 32, 64}, f32, "x");
   auto sq = te::ops::elementwise({x}, x.shape(), [](const std::vector<ir::Expr>& v) { return v[0] * v[0]; }, "square");
