@@ -1,10 +1,5 @@
-// Helpers of the graph-compiler tests: graph builders and a few test-only op lowerings.
-//
-// The production lowerings belong to the op library (te/ops/lowering.h). These tests need some
-// ops lowered before it lands, so ScopedTestLowerings first registers the library's lowerings
-// (what compile() does), then installs simple te definitions for the ops still without one,
-// and empties those slots again when it goes out of scope, so other tests in the binary see the
-// registry as the library left it. Once the library lowers these ops, the tests use its code.
+// Helpers of the graph-compiler tests: graph builders, a plain-loop conv reference, and a runner
+// of a compiled model's plan kernel by kernel (the lowerings are the lowering layer's own).
 #pragma once
 
 #include <algorithm>

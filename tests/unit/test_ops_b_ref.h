@@ -1,4 +1,4 @@
-// Plain-loop references for the nn ops of the op library (tests of te/ops/register_b.h): one
+// Plain-loop references for the nn ops of the op library (tests of lower/ops_nn.cc): one
 // output element at a time, in double, written from the ONNX operator specs (resize follows the
 // ONNX reference implementation's neighbour selection literally), independent of kiln's te.
 #pragma once
