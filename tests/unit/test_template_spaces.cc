@@ -158,10 +158,11 @@ TEST_CASE("matmul template: random points of its space match the reference (pack
 
 TEST_CASE("matmul with a constant B as dense: random points of its space match the reference (odd N, padded rows)",
           "[spaces]") {
-  // A [1, 13, 24] x constant B [24, 37]: 13 rows padded to whole register tiles, 37 columns in
-  // zero-padded panels, the batch dim in the parallel loop. B packed at compile time (as
-  // prepack_weights does) and, for a weight that is not packed, inside the kernel.
-  relay::Shape as = {1, 13, 24}, bs = {24, 37};
+  // A [1, 13, 256] x constant B [256, 37]: 13 rows padded to whole register tiles, 37 columns
+  // in zero-padded panels, the batch dim in the parallel loop, K long enough for chunks (and
+  // sweeps). B packed at compile time (as prepack_weights does) and, for a weight that is not
+  // packed, inside the kernel.
+  relay::Shape as = {1, 13, 256}, bs = {256, 37};
   HostTensor a = random_tensor(f32, as, 14), b = random_tensor(f32, bs, 15);
   relay::Expr av = relay::make_var("a", relay::tensor_type(f32, as)), bc = relay::make_constant(b);
   relay::Expr call = relay::make_call("nn.matmul", {av, bc}, {}, "node");
@@ -183,6 +184,6 @@ TEST_CASE("matmul with a constant B as dense: random points of its space match t
     l.inputs = {te::placeholder(as, f32, "a"), te::placeholder(w.shape(), f32, "b")};
     const lower::OpLowering& f = prepacked ? l.strategy.packing->lower_packed : l.strategy.lower;
     l.outputs = f(l.inputs, c->attrs, c->type);
-    check_space(l.outputs, l.outputs[0], l, {a, w}, want, {"tile_i", "panels", "tile_k"}, 60 + prepacked);
+    check_space(l.outputs, l.outputs[0], l, {a, w}, want, {"tile_i", "panels", "tile_k", "sweep"}, 60 + prepacked);
   }
 }

@@ -29,7 +29,10 @@ RegisterBlock register_block(const Target& target, int64_t m, int64_t n, int64_t
   bool best_hides = false;
   for (int64_t nv = 1; nv == 1 || (nv < 2 * vectors && nv <= max_tile_vectors(target)); nv *= 2) {
     if (max_nv > 0 && nv > max_nv) break;
-    int64_t mr = balanced_tile_rows(m, max_tile_rows(target, nv));
+    // Whole tiles when a divisor of m keeps twice the accumulators in flight, else padded rows.
+    int64_t mr_max = std::min(m, max_tile_rows(target, nv)), mr = mr_max;
+    while (m % mr != 0) --mr;
+    if (mr * nv < 2 * in_flight) mr = balanced_tile_rows(m, mr_max);
     int64_t acc = mr * nv;
     bool hides = acc >= in_flight;
     double ratio = double(acc) / double(mr + nv);

@@ -14,6 +14,8 @@
 //                                                                 [the register block's vectors]
 //   tile_k     [K/ku, ku] reduction steps per inner loop          [largest divisor of K <= 4]
 //   unroll_k   1: the ku steps unrolled; 0: a loop                [1]
+//   sweep      1 (with K >= 256, summed in chunks): a task is a panel group over all rows, each
+//              K chunk swept over its row tiles while the weight's slice stays in L1     [0]
 //
 // matmul (numpy batched matmul of two runtime operands): an mr x nr register tile, the last
 // axis vectorized, the one before it unrolled, the batch dims fused into the parallel loop. By

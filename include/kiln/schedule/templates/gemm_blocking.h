@@ -10,8 +10,13 @@
 //  - latency: mr*nv >= fma_in_flight() (FMA latency x issue rate) independent accumulators,
 //    or the FMA pipes wait on dependent sums;
 //  - among those, the most FMAs per load, mr*nv / (mr + nv) (ties: more accumulators).
+// Rows: the largest divisor of M that fits, when it keeps at least twice the accumulators in
+// flight; else tiles of up to the most rows that fit, balanced, over M padded to whole tiles
+// (the padded rows cost: gpt2_mini's LM head, M = 128, on Zen 4, one thread, 78-84 ms with
+// 6x64 tiles over 132 rows, 66-70 with 4x64; at M = 120 the two ran alike).
 // AVX2 (16 registers of 8 floats, 4 cycles x 2/cycle): 6 x 2 vectors (6x16, BLIS's Haswell
-// kernel); AVX-512 (32 of 16): 6 x 4 vectors (6x64); NEON (32 of 4): 6 x 4 vectors (6x16).
+// kernel; M = 1024 padded to 1026); AVX-512 (32 of 16): 6 x 4 vectors, 4 x 4 where M is a
+// multiple of 4; NEON (32 of 4): 6 x 4 vectors (6x16).
 // Measured on Zen 4 (AVX2 code, one thread, SGEMM, per-core CPU time): 512 with B in place,
 // 6x16 101 GFLOPS, 4x16 90, the former default 8x16 (16 accumulators + 2 + 1 > 16 registers:
 // spills) 59; 1024 with B packed, 6x16 105, 4x16 100, 3x32 (17 registers) 45; OpenBLAS
