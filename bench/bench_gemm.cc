@@ -2,7 +2,8 @@
 // target's strategy, the matmul template's default knobs, the loop passes, LLVM) against
 // OpenBLAS's cblas_sgemm in the same run, same thread count. Prints one line per size:
 //   gemm MxNxK: kiln X GFLOPS, openblas Y GFLOPS, ratio Z
-// Each figure is the median of 7 timed samples (each at least 0.2 s of calls).
+// Each figure is the median of 7 timed samples (each at least 0.2 s of calls), kiln's and
+// OpenBLAS's samples taken in turn.
 //
 //   bench_gemm [--target T] [--threads N] [--size N]
 // For AVX2 code on an AVX-512 host, compare with OpenBLAS restricted to its AVX2 kernels:
@@ -28,12 +29,24 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
-// Median seconds per call of 7 samples, each at least 0.2 s of back-to-back calls.
-double median_seconds_per_call(const std::function<void()>& fn) {
+// Median seconds per call of each function over 7 samples, each at least 0.2 s of back-to-back
+// calls, the two sampled in turn: on a shared machine, load that comes and goes lands on both
+// (timed one after the other, ratios at 512 swung from 0.75 to 1.1 between runs minutes apart).
+std::pair<double, double> median_seconds_per_call(const std::function<void()>& f, const std::function<void()>& g) {
   kiln::autotune::TimerOptions opts;
-  opts.repeat = 7;
+  opts.repeat = 1;
+  opts.warmup = 0;
   opts.min_duration_s = 0.2;
-  return kiln::autotune::time_function(fn, opts).median;
+  std::vector<double> tf, tg;
+  for (int s = 0; s < 7; ++s) {
+    tf.push_back(kiln::autotune::time_function(f, opts).median);
+    tg.push_back(kiln::autotune::time_function(g, opts).median);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(tf), median(tg)};
 }
 
 float* aligned_floats(size_t n) {
@@ -91,7 +104,7 @@ int main(int argc, char** argv) {
     double worst = 0;
     for (size_t i = 0; i < elems; ++i) worst = std::max(worst, double(std::abs(c[i] - r[i])));
     double flops = 2.0 * n * n * n;
-    double tk = median_seconds_per_call(run_kiln), tb = median_seconds_per_call(run_blas);
+    auto [tk, tb] = median_seconds_per_call(run_kiln, run_blas);
     double gk = flops / tk * 1e-9, gb = flops / tb * 1e-9;
     std::printf("gemm %ldx%ldx%ld: kiln %.1f GFLOPS, openblas %.1f GFLOPS, ratio %.2f  (max |diff| %.2g)\n", long(n),
                 long(n), long(n), gk, gb, gk / gb, worst);

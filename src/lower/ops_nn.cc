@@ -90,7 +90,7 @@ void register_pools() {
 }
 
 void register_products() {
-  set_single("nn.dense", [](const Inputs& in, const Attrs&) { return dense(in[0], in[1], 1); });
+  set_single("nn.dense", [](const Inputs& in, const Attrs&) { return dense(in[0], in[1], DenseBlocks{}); });
   set_single("nn.matmul", [](const Inputs& in, const Attrs&) { return batch_matmul(in[0], in[1]); });
   set_single("einsum", [](const Inputs& in, const Attrs& a) { return einsum(a.get_str("equation"), in); });
 }

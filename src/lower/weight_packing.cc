@@ -28,16 +28,20 @@ relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups, i
   return relay::HostTensor(w.dtype(), shape, std::move(bytes));
 }
 
-relay::HostTensor pack_dense_weight(const relay::HostTensor& w, int64_t nr) {
-  KILN_USER_CHECK(w.rank() == 2 && nr >= 1) << "pack_dense_weight: weight " << w.type().str() << " is not [N, K]";
-  int64_t n = w.shape()[0], k = w.shape()[1], nb = (n + nr - 1) / nr;
+relay::HostTensor pack_dense_weight(const relay::HostTensor& w, int64_t nr, int64_t panel_group, bool kn) {
+  KILN_USER_CHECK(w.rank() == 2 && nr >= 1 && panel_group >= 1)
+      << "pack_dense_weight: weight " << w.type().str() << " is not " << (kn ? "[K, N]" : "[N, K]");
+  int64_t n = w.shape()[kn ? 1 : 0], k = w.shape()[kn ? 0 : 1];
+  int64_t nb = ((n + nr - 1) / nr + panel_group - 1) / panel_group * panel_group;
   size_t eb = static_cast<size_t>(w.dtype().bytes());
   std::vector<uint8_t> bytes(static_cast<size_t>(nb * k * nr) * eb, 0);
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t q = 0; q < k; ++q) {
-      std::memcpy(&bytes[static_cast<size_t>(((j / nr) * k + q) * nr + j % nr) * eb], w.data() + (j * k + q) * eb, eb);
-    }
-  }
+  // Loops in the source's order: it is read once, sequentially (an LM head's B is 100 MB).
+  auto copy = [&](int64_t j, int64_t q) {
+    int64_t from = kn ? q * n + j : j * k + q;
+    std::memcpy(&bytes[static_cast<size_t>(((j / nr) * k + q) * nr + j % nr) * eb], w.data() + from * eb, eb);
+  };
+  for (int64_t a = 0; a < (kn ? k : n); ++a)
+    for (int64_t b = 0; b < (kn ? n : k); ++b) kn ? copy(b, a) : copy(a, b);
   return relay::HostTensor(w.dtype(), {nb, k, nr}, std::move(bytes));
 }
 

@@ -82,8 +82,8 @@ TEST_CASE("math intrinsics match <cmath>", "[codegen]") {
     std::function<double(double)> ref;
     double rel_tol;  // 0: bit-exact with the float reference computed below
   };
-  // libm-backed (exp log sin cos) and composite (sigmoid) functions: within 2e-6 relative of
-  // the double result (float libm is within an ulp, 6e-8). tanh/erf are inline polynomials:
+  // libm-backed (log sin cos), inline (exp) and composite (sigmoid) functions: within 2e-6
+  // relative of the double result (float libm is within an ulp, 6e-8). tanh/erf are inline polynomials:
   // measured error 3.3e-7 relative, tolerance 1e-6. Correctly rounded operations are exact.
   std::vector<Case> cases = {
       {"exp", -20.f, 20.f, [](double x) { return std::exp(x); }, 2e-6},
@@ -145,6 +145,54 @@ TEST_CASE("tanh and erf saturate and keep NaN", "[codegen]") {
   REQUIRE(e[1] == -1.f);
   REQUIRE(std::isnan(e[2]));
   REQUIRE(e[5] == 0.f);
+}
+
+TEST_CASE("exp is within 2 ulps over the float range, underflows, overflows and keeps NaN", "[codegen]") {
+  // Normal results (x >= -87.3) within 2 ulps of the double exp (measured: 1); subnormal ones
+  // within one subnormal step (they carry fewer bits).
+  auto x = spread(20000, -103.f, 88.7f);
+  auto y = run_unary("exp", x);
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double want = std::exp(double(x[i]));
+    double ulp = want >= 1.1754943508222875e-38 ? std::ldexp(1.0, std::ilogb(want) - 23) : 1.401298464324817e-45;
+    CAPTURE(x[i], y[i], want);
+    REQUIRE(std::fabs(y[i] - want) <= 2 * ulp);
+    worst = std::max(worst, std::fabs(y[i] - want) / ulp);
+  }
+  INFO("worst " << worst << " ulps");
+  float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> e = {inf, -inf, nan, 88.8f, -104.f, -200.f, 0.f, -0.f};
+  e.resize(64, 1.f);
+  auto r = run_unary("exp", e);
+  REQUIRE(r[0] == inf);
+  REQUIRE(r[1] == 0.f);
+  REQUIRE(std::isnan(r[2]));
+  REQUIRE(r[3] == inf);
+  REQUIRE(r[4] == 0.f);
+  REQUIRE(r[5] == 0.f);
+  REQUIRE(r[6] == 1.f);
+  REQUIRE(r[7] == 1.f);
+  REQUIRE(r[8] == std::exp(1.f));
+}
+
+TEST_CASE("pow with a constant exponent of 1 to 4 is multiplication", "[codegen]") {
+  const int n = 64;
+  auto xv = spread(n, -3.f, 3.f);
+  Buffer a = flat_buffer("A", DataType::f32(), n), y = flat_buffer("Y", DataType::f32(), n);
+  for (double e : {1.0, 2.0, 3.0, 4.0, 0.5}) {
+    auto m = test::build({map_func("k", {a}, y, n, [&](auto& v) {
+      return make_intrinsic("pow", {v[0], make_const(v[0].dtype(), e)});
+    })});
+    NDArray Y = NDArray::zeros({n}, runtime::dtype_f32());
+    test::run(m, "k", {array_for(a, xv), Y});
+    for (int i = 0; i < n; ++i) {
+      CAPTURE(e, xv[i]);
+      float x = xv[i], want = e == 1 ? x : e == 2 ? x * x : e == 3 ? x * x * x : e == 4 ? (x * x) * (x * x) : std::pow(x, 0.5f);
+      if (std::isnan(want)) REQUIRE(std::isnan(Y.data<float>()[i]));
+      else REQUIRE(Y.data<float>()[i] == want);
+    }
+  }
 }
 
 TEST_CASE("binary and ternary intrinsics, float64 tanh/erf through libm", "[codegen]") {

@@ -155,3 +155,35 @@ TEST_CASE("matmul template: random points of its space match the reference (pack
                 {"tile_j", "tile_i", "tile_k", "pack_b", "tile_kc", "order"}, 50 + static_cast<uint32_t>(c.b.back()));
   }
 }
+
+TEST_CASE("matmul with a constant B as dense: random points of its space match the reference (odd N, padded rows)",
+          "[spaces]") {
+  // A [1, 13, 256] x constant B [256, 37]: 13 rows padded to whole register tiles, 37 columns
+  // in zero-padded panels, the batch dim in the parallel loop, K long enough for chunks (and
+  // sweeps). B packed at compile time (as prepack_weights does) and, for a weight that is not
+  // packed, inside the kernel.
+  relay::Shape as = {1, 13, 256}, bs = {256, 37};
+  HostTensor a = random_tensor(f32, as, 14), b = random_tensor(f32, bs, 15);
+  relay::Expr av = relay::make_var("a", relay::tensor_type(f32, as)), bc = relay::make_constant(b);
+  relay::Expr call = relay::make_call("nn.matmul", {av, bc}, {}, "node");
+  relay::FusedGroup group;
+  group.calls = {call};
+  group.root = group.anchor = call;
+  group.pattern = call.as<relay::CallNode>()->op->pattern;
+  group.inputs = {av, bc};
+  opsb_test::Lowered l;
+  l.call = call;
+  l.strategy = lower::select_strategy(group, l.target);
+  REQUIRE(l.strategy.template_name == "dense");
+  REQUIRE(l.strategy.packing.has_value());
+  HostTensor want = opsb_ref::matmul(a, b);
+  const auto* c = call.as<relay::CallNode>();
+  for (bool prepacked : {true, false}) {
+    INFO("prepacked " << prepacked);
+    HostTensor w = prepacked ? l.strategy.packing->pack(b) : b;
+    l.inputs = {te::placeholder(as, f32, "a"), te::placeholder(w.shape(), f32, "b")};
+    const lower::OpLowering& f = prepacked ? l.strategy.packing->lower_packed : l.strategy.lower;
+    l.outputs = f(l.inputs, c->attrs, c->type);
+    check_space(l.outputs, l.outputs[0], l, {a, w}, want, {"tile_i", "panels", "tile_k", "sweep"}, 60 + prepacked);
+  }
+}

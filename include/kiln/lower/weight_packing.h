@@ -13,8 +13,9 @@ namespace kiln::lower {
 // [OC, C/groups, K...] -> [OC/co, C/groups, K..., co] (channels past OC are zero).
 relay::HostTensor pack_conv_weight(const relay::HostTensor& w, int64_t groups, int64_t co);
 
-// [N, K] -> panels [N/nr, K, nr] (columns past N are zero).
-relay::HostTensor pack_dense_weight(const relay::HostTensor& w, int64_t nr);
+// [N, K] (or, kn, [K, N]) -> panels [NB, K, nr], NB the panels N needs rounded up to a multiple
+// of panel_group (columns past N are zero).
+relay::HostTensor pack_dense_weight(const relay::HostTensor& w, int64_t nr, int64_t panel_group = 1, bool kn = false);
 
 // The Winograd F(2x2, 3x3) filter transform U = G g Gt of a float32 [OC, C, 3, 3] weight ->
 // [16, OC/co, C, co] (channels past OC are zero), computed in double.

@@ -116,6 +116,7 @@ class CodeGenLLVM {
   llvm::Value* call_llvm_intrinsic(unsigned id, llvm::Value* x);
   llvm::Value* call_llvm_intrinsic(unsigned id, llvm::Value* x, llvm::Value* y);
   llvm::Value* call_libm_per_lane(const std::string& fname, llvm::Value* x);
+  llvm::Value* exp_f32(llvm::Value* x);
   llvm::Value* tanh_f32(llvm::Value* x);
   llvm::Value* erf_f32(llvm::Value* x);
   llvm::Value* fconst(llvm::Type* ty, double v);

@@ -132,8 +132,9 @@ Schedule schedule_generic_cpu(const std::vector<te::Tensor>& outputs, const Targ
   return s;
 }
 
-// An op computed in a wider type (a float16 matmul accumulates in float32) ends in a cast of its
-// "<name>.acc" stage: the template places the accumulation, the cast inlines like an epilogue.
+// An op computed in a wider type (a float16 matmul accumulates in float32), or over padded rows,
+// ends in a cast or slice of its "<name>.acc" stage: the template places the accumulation, the
+// cast inlines like an epilogue.
 te::Tensor accumulation_of(const te::Tensor& anchor) {
   const auto* c = anchor.op().as<te::ComputeOpNode>();
   std::vector<te::Tensor> in = anchor.op().input_tensors();
@@ -147,9 +148,10 @@ Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::T
   if (!tmpl) return schedule_generic_cpu(outputs, target);
   te::Tensor anchor = accumulation_of(op_output);
   Schedule s = create(outputs);
-  // The stage that carries the tile loops: the single output when it has the anchor's shape
-  // (the elementwise tail is inlined into it), else the anchor itself.
-  te::Tensor tiled = outputs.size() == 1 && outputs[0].shape() == anchor.shape() ? outputs[0] : anchor;
+  // The stage that carries the tile loops: the single output when it has the op's shape (the
+  // elementwise tail is inlined into it), else the anchor itself (its accumulation may have
+  // more rows: a matmul padded to whole register tiles).
+  te::Tensor tiled = outputs.size() == 1 && outputs[0].shape() == op_output.shape() ? outputs[0] : anchor;
   // The anchor's own stages stay (its template places them); everything else injective inlines.
   std::vector<te::Tensor> keep = {anchor};
   std::vector<te::Tensor> frontier = anchor.op().input_tensors();

@@ -1,11 +1,13 @@
 #include "kiln/schedule/templates/dense_cpu.h"
 
+#include <cstdlib>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/schedule/templates/gemm_blocking.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
 
@@ -19,55 +21,87 @@ int64_t reduce_extent(const te::Tensor& t) {
   return ir::as_const_int(c->reduce_axis[0]->dom.extent).value_or(1);
 }
 
+// Powers of two from 1 to the most vectors a tile row may have on the target (max_tile_vectors).
+std::vector<int64_t> vector_counts(const Target& target) {
+  std::vector<int64_t> c;
+  for (int64_t v = 1; v <= max_tile_vectors(target); v *= 2) c.push_back(v);
+  return c;
+}
+
 }  // namespace
 
 void schedule_dense_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, const Target& target, Config& cfg) {
   te::Tensor blocked = input_with_suffix(dense, te::ops::kBlockedSuffix);
   KILN_CHECK(blocked.defined()) << "schedule_dense_cpu: '" << dense.name() << "' is not a dense result";
   te::Tensor wpack = input_with_suffix(blocked, te::ops::kPackSuffix);
-  int64_t m = dense.shape()[0], nb = blocked.shape()[1], nr = blocked.shape()[2], k = reduce_extent(blocked);
+  const int lead = dense.ndim() - 2;
+  const int64_t m = dense.shape()[lead], n = dense.shape()[lead + 1], k = reduce_extent(blocked);
+  const int64_t mp = blocked.shape()[lead], nb = blocked.shape()[lead + 1], nr = blocked.shape()[lead + 2];
 
-  int64_t pi = largest_divisor(m, 8), pk = largest_divisor(k, 4);
-  int64_t mr = cfg.define_split("tile_i", m, 2, {m / pi, pi}, 16)[1];
-  int64_t np = cfg.define_knob("panels", {1, 2, 4}, nb % 2 == 0 ? 2 : 1);
+  // The register block of the target (gemm_blocking.h); the strategy padded the rows to it and
+  // the panel count to its vectors.
+  RegisterBlock rb = register_block(target, m, n);
+  int64_t pi = largest_divisor(mp, rb.mr);
+  int64_t mr = cfg.define_split("tile_i", mp, 2, {mp / pi, pi}, max_tile_rows(target, 1))[1];
+  int64_t pp = nr >= target.lanes(32) ? vector_width(nb, rb.nv) : 1;
+  int64_t np = cfg.define_knob("panels", vector_counts(target), pp);
   while (nb % np != 0) np /= 2;  // a choice tuned for another shape: the largest that divides
+  int64_t pk = largest_divisor(k, 4);
   int64_t ku = cfg.define_split("tile_k", k, 2, {k / pk, pk}, 16)[1];
   bool unroll_k = cfg.define_knob("unroll_k", {0, 1}, 1) == 1;
-
-  if (!dense.same_as(tiled)) s[dense].compute_inline();
-  Stage out = s[tiled];
-  auto ax = out.op_axis();
-  auto [io, ii] = out.split(ax[0], mr);
-  auto [jo, ji] = out.split(ax[1], nr * np);
-  out.reorder({jo, io, ii, ji});
-  out.unroll(ii);
-  out.vectorize(ji);
-  ir::IterVar tile = fuse_parallel(out, {jo, io});
-
-  Stage b = s[blocked];
-  b.set_scope("local");
-  b.compute_at(out, tile);
-  auto bx = b.op_axis();  // i, panel, lane
   // Long reductions sum in chunks of up to 64 products, each from zero in registers (see
   // Stage::partial_sums): at K = 4096, max error 23 ulps of max|y| with one running float sum,
   // 4.5 in chunks of 64 (test_precision).
   int64_t pc = 0;
   for (int64_t c = ku; c <= 64 && k % ku == 0; c += ku)
     if (k % c == 0) pc = c;
-  if (k >= 256 && pc >= 32) {
+  bool chunks = k >= 256 && pc >= 32;
+  // sweep: a task is a panel group over all rows, swept chunk by chunk over its row tiles, so
+  // the chunk x (np * nr) slice of the weight stays in L1 across them. Off by default: on Zen 4
+  // (one thread, 4x64 tiles) [128, 512] x [512, 2048] ran 2.8-2.9 ms with it and 2.75-2.77
+  // without, the LM head [128, 512] x [512, 50257] 65-74 ms and 66-70.
+  bool sweep = cfg.define_knob("sweep", {0, 1}, 0) == 1 && chunks;
+
+  if (!dense.same_as(tiled)) s[dense].compute_inline();
+  Stage out = s[tiled];
+  auto ax = out.op_axis();
+  auto [io, ii] = out.split(ax[lead], mr);
+  auto [jo, ji] = out.split(ax[lead + 1], nr * np);
+  std::vector<ir::IterVar> order(ax.begin(), ax.begin() + lead), tasks;
+  order.insert(order.end(), {jo, io, ii, ji});
+  out.reorder(order);
+  out.unroll(ii);
+  out.vectorize(ji);
+  tasks.assign(order.begin(), order.end() - (sweep ? 3 : 2));
+  ir::IterVar task = fuse_parallel(out, tasks);
+
+  Stage b = s[blocked];
+  b.set_scope("local");
+  b.compute_at(out, task);
+  auto bx = b.op_axis();  // batch..., i, panel, lane
+  std::vector<ir::IterVar> inner(bx.begin() + lead, bx.end());
+  if (sweep) {
+    auto [rows, ri] = b.split(inner[0], mr);
     auto [kc, kr] = b.split(b.reduce_axis(0), pc);
     auto [ko, ki] = b.split(kr, ku);
-    b.reorder({kc, ko, ki, bx[0], bx[1], bx[2]});
+    b.reorder({kc, rows, ko, ki, ri, inner[1], inner[2]});
+    b.partial_sums(rows);
+    if (unroll_k) b.unroll(ki);
+    inner[0] = ri;
+  } else if (chunks) {
+    auto [kc, kr] = b.split(b.reduce_axis(0), pc);
+    auto [ko, ki] = b.split(kr, ku);
+    b.reorder({kc, ko, ki, inner[0], inner[1], inner[2]});
     b.partial_sums(kc);
     if (unroll_k) b.unroll(ki);
   } else {
     auto [ko, ki] = b.split(b.reduce_axis(0), ku);
-    b.reorder({ko, ki, bx[0], bx[1], bx[2]});
+    b.reorder({ko, ki, inner[0], inner[1], inner[2]});
     if (unroll_k) b.unroll(ki);
   }
-  b.unroll(bx[0]);
-  b.unroll(bx[1]);
-  b.vectorize(bx[2]);
+  b.unroll(inner[0]);
+  b.unroll(inner[1]);
+  b.vectorize(inner[2]);
 
   if (wpack.defined() && wpack.op().as<te::ComputeOpNode>()) {
     Stage p = s[wpack];
@@ -222,17 +256,22 @@ void schedule_matmul_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor&
   int nd = mm.ndim();
   int64_t jext = mm.shape().back(), k = reduce_extent(mm);
   MatmulTile t;
-  int64_t pj = jext % (2 * lanes) == 0 ? 2 * lanes : vector_width(jext, lanes);
-  t.nr = cfg.define_split("tile_j", jext, 2, {jext / pj, pj}, 64)[1];
+  // The register block of the target (gemm_blocking.h) for whole vectors that divide N; the
+  // strategy padded the rows (mm is then "<name>.acc", of iext >= M rows) to its mr.
+  int64_t iext = nd >= 2 ? mm.shape()[nd - 2] : 1, m = nd >= 2 ? tiled.shape()[nd - 2] : 1;
+  RegisterBlock rb = matmul_register_block(target, m, jext);
+  int64_t pj = jext % lanes == 0 ? rb.nv * lanes : vector_width(jext, lanes);
+  t.nr = cfg.define_split("tile_j", jext, 2, {jext / pj, pj}, lanes * max_tile_vectors(target))[1];
   if (nd >= 2) {
-    int64_t iext = mm.shape()[nd - 2], pi = largest_divisor(iext, 8);
-    t.mr = cfg.define_split("tile_i", iext, 2, {iext / pi, pi}, 16)[1];
+    int64_t pi = largest_divisor(iext, rb.mr);
+    t.mr = cfg.define_split("tile_i", iext, 2, {iext / pi, pi}, max_tile_rows(target, 1))[1];
   }
   int64_t pk = largest_divisor(k, 4);
   t.ku = cfg.define_split("tile_k", k, 2, {k / pk, pk}, 16)[1];
-  // The cache-level choices (defaults: none of them, the schedule models compile with).
+  // The cache-level choices (gemm_blocking.h): B packed when a tile's K x nr panel exceeds half
+  // of L1 and more than one row tile reads it.
   te::Tensor b = nd >= 2 ? column_input(mm) : te::Tensor();
-  bool pack_b = b.defined() && cfg.define_knob("pack_b", {0, 1}, 0) == 1;
+  bool pack_b = b.defined() && cfg.define_knob("pack_b", {0, 1}, pack_pays(target, k, t.nr) && iext > t.mr) == 1;
   if (nd >= 2) {
     t.kc = cfg.define_knob("tile_kc", k_chunks(k), 0);
     t.panels_outer = cfg.define_knob("order", {0, 1}, 0) == 1;

@@ -1,10 +1,36 @@
 #include "kiln/schedule/templates/norm_cpu.h"
 
 #include <algorithm>
+#include <string>
 
 #include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/te/ops/nn_norm.h"
 
 namespace kiln::schedule {
+
+namespace {
+
+// A stage computed per row: lane partials of a statistic ("<stat>.lanes", te/ops/nn_norm.h) run
+// their reduction outside and the lanes as one vector register; an elementwise stage of the row
+// (softmax's exp) is vectorized along it. Other statistics (the lanes' final reduction) stay
+// scalar loops.
+void vectorize_row_stage(Stage st, int64_t lanes) {
+  const auto* c = st->op.as<te::ComputeOpNode>();
+  const std::string& n = st.name();
+  const std::string suffix = te::ops::kLanesSuffix;
+  if (!c->is_reduction()) {
+    vectorize_innermost(st, lanes);
+    return;
+  }
+  if (n.size() < suffix.size() || n.compare(n.size() - suffix.size(), suffix.size(), suffix) != 0) return;
+  ir::IterVar lane = st.op_axis().back();
+  std::vector<ir::IterVar> order = st.reduce_axis();
+  order.push_back(lane);
+  st.reorder(order);
+  st.vectorize(lane);
+}
+
+}  // namespace
 
 void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& norm, const Target& target, Config& cfg) {
   const int64_t lanes = target.lanes(32);
@@ -41,7 +67,10 @@ void schedule_norm_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& n
   }
   if (rows_rank >= 1 && at) {
     ir::IterVar row = fuse_parallel(out, std::vector<ir::IterVar>(lead.begin(), lead.begin() + rows_rank));
-    for (Stage st : stats) st.compute_at(out, row);
+    for (Stage st : stats) {
+      st.compute_at(out, row);
+      vectorize_row_stage(st, lanes);
+    }
     return;
   }
   // No row parallelism: statistics at the root, each with its own parallel loops.

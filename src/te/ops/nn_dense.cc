@@ -25,44 +25,69 @@ int64_t dense_panel_width(int64_t n, int64_t lanes) {
 }
 
 namespace {
-// x [M, K] times packed panels [N/nr, K, nr]: the blocked reduction and its unpacking.
-Tensor dense_core(const Tensor& x, const Tensor& wp, int64_t n, const std::string& name) {
-  int64_t m = x.shape()[0], k = x.shape()[1], nb = wp.shape()[0], nr = wp.shape()[2];
+int64_t round_up(int64_t v, int64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
+
+// x [..., M, K] times packed panels [NB, K, nr]: the blocked reduction over M rounded up to a
+// multiple of `rows` (the rows past M read x's last row: computed, never stored), and its
+// unpacking into [..., M, n].
+Tensor dense_core(const Tensor& x, const Tensor& wp, int64_t n, int64_t rows, const std::string& name) {
+  const size_t lead = x.ndim() - 2;
+  int64_t m = x.shape()[lead], k = x.shape()[lead + 1], nb = wp.shape()[0], nr = wp.shape()[2];
+  int64_t mp = round_up(m, std::max<int64_t>(rows, 1));
   auto rk = reduce_axis(k, "k");
   // float16 sums in float32 (as batch_matmul): the unpacking stage rounds once.
   ir::DataType acc_t = compute_type(x.dtype());
-  Tensor blk = compute({m, nb, nr}, [&](Var i, Var jo, Var ji) {
-    return te::sum(ir::cast(acc_t, x(i, rk)) * ir::cast(acc_t, wp(jo, rk, ji)), {rk});
-  }, name + kBlockedSuffix, {"i", "jo", "ji"});
-  return compute({m, n}, [&](Var i, Var j) { return ir::cast(x.dtype(), blk(i, j / c32(nr), j % c32(nr))); }, name,
-                 {"i", "j"});
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + lead);
+  std::vector<std::string> names(lead, "b");
+  for (size_t d = 0; d < lead; ++d) names[d] += std::to_string(d);
+  std::vector<int64_t> bshape = shape, oshape = shape;
+  bshape.insert(bshape.end(), {mp, nb, nr});
+  oshape.insert(oshape.end(), {m, n});
+  std::vector<std::string> bnames = names, onames = names;
+  bnames.insert(bnames.end(), {"i", "jo", "ji"});
+  onames.insert(onames.end(), {"i", "j"});
+  Tensor blk = compute(bshape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> xi(v.begin(), v.begin() + lead);
+    xi.push_back(mp > m ? ir::min(v[lead], c32(m - 1)) : Expr(v[lead]));
+    xi.push_back(rk);
+    return te::sum(ir::cast(acc_t, x(xi)) * ir::cast(acc_t, wp(v[lead + 1], rk, v[lead + 2])), {rk});
+  }, name + kBlockedSuffix, bnames);
+  return compute(oshape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> bi(v.begin(), v.begin() + lead + 1);
+    Expr j = v[lead + 1];
+    bi.insert(bi.end(), {j / c32(nr), j % c32(nr)});
+    return ir::cast(x.dtype(), blk(bi));
+  }, name, onames);
 }
 }  // namespace
 
-Tensor dense(const Tensor& x, const Tensor& w, int64_t panel, const std::string& name) {
-  KILN_USER_CHECK(x.ndim() == 2 && w.ndim() == 2 && x.shape()[1] == w.shape()[1])
-      << name << ": dense takes data [M, K] and weight [N, K], got " << x.name() << " and " << w.name();
-  int64_t k = x.shape()[1], n = w.shape()[0];
-  int64_t nr = panel;
-  KILN_USER_CHECK(nr >= 1) << name << ": the panel width must be positive, got " << nr;
-  int64_t nb = (n + nr - 1) / nr;
+Tensor dense(const Tensor& x, const Tensor& w, const DenseBlocks& blocks, const std::string& name) {
+  const bool kn = blocks.weight_kn;
+  KILN_USER_CHECK(x.ndim() >= 2 && w.ndim() == 2 && x.shape().back() == w.shape()[kn ? 0 : 1])
+      << name << ": dense takes data [..., M, K] and weight " << (kn ? "[K, N]" : "[N, K]") << ", got " << x.name()
+      << " and " << w.name();
+  int64_t k = x.shape().back(), n = w.shape()[kn ? 1 : 0];
+  int64_t nr = blocks.panel;
+  KILN_USER_CHECK(nr >= 1 && blocks.panel_group >= 1) << name << ": the panel width must be positive, got " << nr;
+  int64_t nb = round_up((n + nr - 1) / nr, blocks.panel_group);
   Tensor wp = compute({nb, k, nr}, [&](Var jo, Var kk, Var ji) {
     Expr j = jo * c32(nr) + ji;
-    if (nb * nr == n) return w(j, kk);
-    return ir::select(j < c32(n), w(ir::min(j, c32(n - 1)), kk), ir::make_zero(w.dtype()));
+    auto read = [&](Expr col) { return kn ? w(kk, col) : w(col, kk); };
+    if (nb * nr == n) return read(j);
+    return ir::select(j < c32(n), read(ir::min(j, c32(n - 1))), ir::make_zero(w.dtype()));
   }, name + kPackSuffix, {"jo", "k", "ji"});
-  return dense_core(x, wp, n, name);
+  return dense_core(x, wp, n, blocks.rows, name);
 }
 
-Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const std::string& name) {
-  KILN_USER_CHECK(x.ndim() == 2 && w_packed.ndim() == 3 && x.shape()[1] == w_packed.shape()[1] &&
-                  w_packed.shape()[0] == (n + w_packed.shape()[2] - 1) / w_packed.shape()[2])
-      << name << ": dense_packed takes data [M, K] and panels [N/nr, K, nr] for N = " << n << ", got " << x.name()
-      << " and " << w_packed.name();
-  return dense_core(x, w_packed, n, name);
+Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, int64_t rows, const std::string& name) {
+  KILN_USER_CHECK(x.ndim() >= 2 && w_packed.ndim() == 3 && x.shape().back() == w_packed.shape()[1] &&
+                  w_packed.shape()[0] * w_packed.shape()[2] >= n)
+      << name << ": dense_packed takes data [..., M, K] and panels [NB, K, nr] covering N = " << n << ", got "
+      << x.name() << " and " << w_packed.name();
+  return dense_core(x, w_packed, n, rows, name);
 }
 
-Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {
+Tensor batch_matmul(const Tensor& a, const Tensor& b, int64_t rows, const std::string& name) {
   KILN_USER_CHECK(a.ndim() >= 1 && b.ndim() >= 1) << name << ": operands must have rank >= 1";
   std::vector<int64_t> sa = a.shape(), sb = b.shape();
   bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
@@ -80,6 +105,8 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {
                                                     << " do not broadcast";
     batch[i] = std::max(da, db);
   }
+  // Rows padded to whole register tiles: the extra rows read a's last row (never stored).
+  int64_t mp = a_vec ? m : round_up(m, std::max<int64_t>(rows, 1));
   std::vector<int64_t> shape = batch;
   if (!a_vec) shape.push_back(m);
   if (!b_vec) shape.push_back(n);
@@ -97,22 +124,25 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name) {
     return idx;
   };
   if (shape.empty()) shape.push_back(1);  // vector . vector: a one-element result
+  std::vector<int64_t> acc_shape = shape;
+  if (!a_vec) acc_shape[rbatch] = mp;
   bool scalar_result = a_vec && b_vec && rbatch == 0;
   // float16/bfloat16 products accumulate in float32 and round once (as numpy and onnxruntime
-  // do): a float16 running sum loses a bit per addition. The cast is a stage of its own, which
-  // the anchor template finds by the ".acc" name and inlines into the output.
+  // do): a float16 running sum loses a bit per addition. The cast (or the slice of padded rows)
+  // is a stage of its own, which the anchor template finds by the ".acc" name and inlines into
+  // the output.
   ir::DataType acc_t = compute_type(a.dtype());
-  bool widen = acc_t != a.dtype();
-  Tensor acc = compute(shape, [&](const std::vector<Var>& v) {
-    Expr i = a_vec ? Expr(0) : Expr(v[rbatch]);
+  bool widen = acc_t != a.dtype(), padded = mp > m;
+  Tensor acc = compute(acc_shape, [&](const std::vector<Var>& v) {
+    Expr i = a_vec ? Expr(0) : padded ? ir::min(v[rbatch], c32(m - 1)) : Expr(v[rbatch]);
     Expr j = b_vec ? Expr(0) : Expr(v[rbatch + (a_vec ? 0 : 1)]);
     if (scalar_result) i = j = Expr(0);
     std::vector<Expr> ai = operand_index(v, ra, sa, a_vec, i, rk);
     std::vector<Expr> bi = operand_index(v, rb, sb, false, rk, j);
     if (b_vec) bi.pop_back();
     return te::sum(ir::cast(acc_t, a(ai)) * ir::cast(acc_t, b(bi)), {rk});
-  }, widen ? name + ".acc" : name);
-  if (!widen) return acc;
+  }, widen || padded ? name + ".acc" : name);
+  if (!widen && !padded) return acc;
   return compute(shape, [&](const std::vector<Var>& v) {
     return ir::cast(a.dtype(), acc(std::vector<Expr>(v.begin(), v.end())));
   }, name);

@@ -1,5 +1,7 @@
 #include "kiln/te/ops/nn_norm.h"
 
+#include <algorithm>
+
 #include "kiln/support/error.h"
 #include "kiln/te/ops/elemwise.h"
 #include "kiln/te/reduce.h"
@@ -20,9 +22,33 @@ void check_floating(const Tensor& x, const std::string& name) {
                                            << x.dtype().str();
 }
 
-// A reduction of f(x[idx]) over the dims where `reduced` is set; those dims keep extent 1.
+// A reduction of f(x[idx]) over the dims where `reduced` is set; those dims keep extent 1. When
+// only the last dim is reduced and `lanes` (> 1) divides it, in two stages: "<name>.lanes"
+// [..., lanes] reduces each lane's column x[..., ko * lanes + l] (a schedule keeps it in one
+// vector register, reading contiguous vectors), then <name> reduces the lanes.
 template <typename Reducer, typename F>
-Tensor reduce_dims(const Tensor& x, const std::vector<bool>& reduced, Reducer reducer, F f, const std::string& name) {
+Tensor reduce_dims(const Tensor& x, const std::vector<bool>& reduced, Reducer reducer, F f, const std::string& name,
+                   int64_t lanes = 1) {
+  const int nd = x.ndim();
+  const int64_t last = x.shape()[nd - 1];
+  if (lanes > 1 && last > lanes && last % lanes == 0 &&
+      std::count(reduced.begin(), reduced.end(), true) == 1 && reduced[nd - 1]) {
+    std::vector<int64_t> pshape = x.shape(), shape = x.shape();
+    pshape.back() = lanes;
+    shape.back() = 1;
+    auto ko = reduce_axis(last / lanes, "r" + std::to_string(nd - 1));
+    Tensor part = compute(pshape, [&](const std::vector<Var>& v) {
+      std::vector<Expr> idx(v.begin(), v.end());
+      idx.back() = ko * c32(lanes) + v.back();
+      return reducer(f(idx), std::vector<ir::IterVar>{ko});
+    }, name + kLanesSuffix);
+    auto rl = reduce_axis(lanes, "l");
+    return compute(shape, [&](const std::vector<Var>& v) {
+      std::vector<Expr> idx(v.begin(), v.end());
+      idx.back() = rl;
+      return reducer(part(idx), std::vector<ir::IterVar>{rl});
+    }, name);
+  }
   std::vector<int64_t> shape;
   std::vector<IterVar> rk;
   for (int d = 0; d < x.ndim(); ++d) {
@@ -46,11 +72,12 @@ std::vector<Expr> stat_index(const std::vector<Var>& v, const std::vector<bool>&
 }
 
 // Mean and (two-pass) variance of x over the `reduced` dims, as keepdims stages.
-std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<bool>& reduced, const std::string& name) {
+std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<bool>& reduced, const std::string& name,
+                                  int64_t lanes = 1) {
   int64_t count = 1;
   for (int d = 0; d < x.ndim(); ++d) count *= reduced[d] ? x.shape()[d] : 1;
   auto sum = [](Expr e, std::vector<ir::IterVar> ax) { return te::sum(e, ax); };
-  Tensor total = reduce_dims(x, reduced, sum, [&](const std::vector<Expr>& i) { return x(i); }, name + ".sum");
+  Tensor total = reduce_dims(x, reduced, sum, [&](const std::vector<Expr>& i) { return x(i); }, name + ".sum", lanes);
   Tensor mean = compute(total.shape(), [&](const std::vector<Var>& v) {
     return total(as_exprs(v)) / fconst(x, double(count));
   }, name + ".mean");
@@ -59,7 +86,7 @@ std::pair<Tensor, Tensor> moments(const Tensor& x, const std::vector<bool>& redu
     for (size_t d = 0; d < i.size(); ++d) si.push_back(reduced[d] ? Expr(0) : i[d]);
     Expr dev = x(i) - mean(si);
     return dev * dev;
-  }, name + ".sqdev");
+  }, name + ".sqdev", lanes);
   Tensor var = compute(sq.shape(), [&](const std::vector<Var>& v) {
     return sq(as_exprs(v)) / fconst(x, double(count));
   }, name + ".var");
@@ -93,7 +120,7 @@ Tensor batch_norm_inference(const Tensor& x, const Tensor& gamma, const Tensor& 
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int64_t axis, double epsilon,
-                  const std::string& name) {
+                  const std::string& name, int64_t lanes) {
   check_floating(x, name);
   KILN_USER_CHECK(axis >= 0 && axis < x.ndim()) << name << ": axis " << axis << " is out of range for "
                                                 << x.name();
@@ -109,7 +136,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int6
   }
   std::vector<bool> reduced(x.ndim(), false);
   for (int d = static_cast<int>(axis); d < x.ndim(); ++d) reduced[d] = true;
-  auto [mean, var] = moments(x, reduced, name);
+  auto [mean, var] = moments(x, reduced, name, lanes);
   return compute(x.shape(), [&](const std::vector<Var>& v) {
     std::vector<Expr> s = stat_index(v, reduced);
     Expr y = (x(as_exprs(v)) - mean(s)) * ir::make_intrinsic("rsqrt", {var(s) + fconst(x, epsilon)});
@@ -181,7 +208,7 @@ struct SoftmaxParts {
   std::vector<bool> reduced;
 };
 
-SoftmaxParts softmax_parts(const Tensor& x, int64_t axis, bool keep_exp, const std::string& name) {
+SoftmaxParts softmax_parts(const Tensor& x, int64_t axis, bool keep_exp, const std::string& name, int64_t lanes) {
   check_floating(x, name);
   KILN_USER_CHECK(axis >= 0 && axis < x.ndim()) << name << ": axis " << axis << " is out of range for "
                                                 << x.name();
@@ -189,7 +216,7 @@ SoftmaxParts softmax_parts(const Tensor& x, int64_t axis, bool keep_exp, const s
   p.reduced.assign(x.ndim(), false);
   p.reduced[axis] = true;
   p.max = reduce_dims(x, p.reduced, [](Expr e, std::vector<ir::IterVar> ax) { return te::max(e, ax); },
-                      [&](const std::vector<Expr>& i) { return x(i); }, name + ".max");
+                      [&](const std::vector<Expr>& i) { return x(i); }, name + ".max", lanes);
   // exp and its sum in compute_type: a float16 running sum loses a bit per addition.
   ir::DataType ct = compute_type(x.dtype());
   auto shifted_exp = [&](const std::vector<Expr>& i) {
@@ -200,24 +227,24 @@ SoftmaxParts softmax_parts(const Tensor& x, int64_t axis, bool keep_exp, const s
   auto sum = [](Expr e, std::vector<ir::IterVar> ax) { return te::sum(e, ax); };
   if (keep_exp) {
     p.exp = compute(x.shape(), [&](const std::vector<Var>& v) { return shifted_exp(as_exprs(v)); }, name + ".exp");
-    p.sum = reduce_dims(p.exp, p.reduced, sum, [&](const std::vector<Expr>& i) { return p.exp(i); }, name + ".sum");
+    p.sum = reduce_dims(p.exp, p.reduced, sum, [&](const std::vector<Expr>& i) { return p.exp(i); }, name + ".sum", lanes);
   } else {
-    p.sum = reduce_dims(x, p.reduced, sum, shifted_exp, name + ".sum");
+    p.sum = reduce_dims(x, p.reduced, sum, shifted_exp, name + ".sum", lanes);
   }
   return p;
 }
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t axis, const std::string& name) {
-  SoftmaxParts p = softmax_parts(x, axis, true, name);
+Tensor softmax(const Tensor& x, int64_t axis, const std::string& name, int64_t lanes) {
+  SoftmaxParts p = softmax_parts(x, axis, true, name, lanes);
   return compute(x.shape(), [&](const std::vector<Var>& v) {
     return ir::cast(x.dtype(), p.exp(as_exprs(v)) / p.sum(stat_index(v, p.reduced)));
   }, name);
 }
 
-Tensor log_softmax(const Tensor& x, int64_t axis, const std::string& name) {
-  SoftmaxParts p = softmax_parts(x, axis, false, name);
+Tensor log_softmax(const Tensor& x, int64_t axis, const std::string& name, int64_t lanes) {
+  SoftmaxParts p = softmax_parts(x, axis, false, name, lanes);
   return compute(x.shape(), [&](const std::vector<Var>& v) {
     std::vector<Expr> s = stat_index(v, p.reduced);
     ir::DataType ct = compute_type(x.dtype());

@@ -6,8 +6,9 @@
 //
 //   <name>.wpack    w [N, K] repacked [N/nr, K, nr] (zero-padded to whole panels); it reads
 //                   only the weight, so a graph compiler may precompute it for a constant
-//   <name>.blocked  [M, N/nr, nr] = x . panel (the reduction)
-//   <name>          [M, N]
+//   <name>.blocked  [..., Mp, N/nr, nr] = x . panel (the reduction; Mp: M padded to whole
+//                   register tiles, rows past M read x's last row and are never stored)
+//   <name>          [..., M, N]
 #pragma once
 
 #include <cstdint>
@@ -21,16 +22,28 @@ namespace kiln::te::ops {
 // The panel width for n output columns: the power of two >= n up to `lanes` (one vector).
 int64_t dense_panel_width(int64_t n, int64_t lanes);
 
-// x [M, K], w [N, K] -> [M, N] through panels of `panel` columns (dense_panel_width).
-Tensor dense(const Tensor& x, const Tensor& w, int64_t panel, const std::string& name = "dense");
+// How dense lays out its weight and pads its result (the CPU strategy picks these from the
+// target: schedule/templates/gemm_blocking.h).
+struct DenseBlocks {
+  int64_t panel = 1;        // nr: columns per weight panel (dense_panel_width)
+  int64_t panel_group = 1;  // the panel count is padded with zero panels to a multiple of this
+  int64_t rows = 1;         // the blocked result's rows are padded to a multiple of this
+  bool weight_kn = false;   // the weight is [K, N] (matmul's B), not [N, K]
+};
 
-// dense with its weight already packed ([N/nr, K, nr], lower/weight_packing.h): no
-// "<name>.wpack" stage; `n` is the number of output columns.
-Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const std::string& name = "dense");
+// x [..., M, K], w [N, K] (or [K, N]) -> [..., M, N] through panels of `blocks.panel` columns.
+Tensor dense(const Tensor& x, const Tensor& w, const DenseBlocks& blocks, const std::string& name = "dense");
+
+// dense with its weight already packed ([NB, K, nr] with NB * nr >= n, lower/weight_packing.h):
+// no "<name>.wpack" stage; `n` is the number of output columns, `rows` as DenseBlocks::rows.
+Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, int64_t rows = 1,
+                    const std::string& name = "dense");
 
 // numpy matmul: a [..., M, K] x b [..., K, N] -> [broadcast(...), M, N]; a 1-D a is a row
-// vector and a 1-D b a column vector, and their dims are dropped from the result. One stage.
-Tensor batch_matmul(const Tensor& a, const Tensor& b, const std::string& name = "matmul");
+// vector and a 1-D b a column vector, and their dims are dropped from the result. One stage,
+// or two: "<name>.acc" (in float32 for float16 operands; with M padded to a multiple of `rows`,
+// the extra rows reading a's last row) and its cast or slice "<name>".
+Tensor batch_matmul(const Tensor& a, const Tensor& b, int64_t rows = 1, const std::string& name = "matmul");
 
 // Einstein summation over letters (no spaces), "..." broadcasting, implicit output (labels
 // seen once, sorted, after the ellipsis dims); a label repeated inside one input term reads its
