@@ -36,8 +36,10 @@ TEST_CASE("register block: fits the register file and hides the FMA latency on e
     }
   }
   // BLIS's analytical blocks: 6x16 for AVX2 (16 registers of 8 floats), 6x64 for AVX-512, whose
-  // 4x64 keeps enough accumulators in flight where 4 divides M (no padded rows).
-  Target v3 = Target::parse("llvm -mcpu=x86-64-v3"), v4 = Target::parse("llvm -mcpu=x86-64-v4");
+  // 4x64 keeps enough accumulators in flight where 4 divides M (no padded rows). Named CPUs: an
+  // ISA level on this triple times like the host, which differs between machines.
+  Target v3 = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver3");
+  Target v4 = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512");
   RegisterBlock avx2 = schedule::register_block(v3, 1024, 1024), avx512 = schedule::register_block(v4, 1024, 1024);
   CHECK(avx2.mr == 6);
   CHECK(avx2.nv == 2);
@@ -45,12 +47,13 @@ TEST_CASE("register block: fits the register file and hides the FMA latency on e
   CHECK(avx512.nv == 4);
   CHECK(schedule::register_block(v4, 1023, 1024).mr == 6);
   // Rows are balanced over the tiles: 8 rows as 2 x 4, not 6 + 2 padded to 12.
-  CHECK(schedule::register_block(Target::parse("llvm -mcpu=x86-64-v3"), 8, 1024).mr == 4);
+  CHECK(schedule::register_block(v3, 8, 1024).mr == 4);
   CHECK(schedule::padded_rows(128, 6) == 132);
 }
 
 TEST_CASE("dense and matmul templates default to the target's register block", "[gemm_blocking]") {
-  Target v3 = Target::parse("llvm -mcpu=x86-64-v3"), v4 = Target::parse("llvm -mcpu=x86-64-v4");
+  Target v3 = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver3");
+  Target v4 = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=skylake-avx512");
   auto mm = [&](const Target& t) {
     return opsb_test::lower_call("nn.matmul", {relay::tensor_type(f32, {128, 256}), relay::tensor_type(f32, {256, 512})},
                                  {}, t);

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 
+#include "kiln/schedule/templates/register_tile.h"
+
 namespace kiln::schedule {
 
 int64_t max_tile_rows(const Target& target, int64_t nv) {
-  return std::max<int64_t>(1, (target.facts.vector_registers - nv - 1) / nv);
+  int64_t mr = 1;  // the register constraint of register_tile.h: accumulators, B vectors, a broadcast
+  while (tile_registers({nv, mr + 1}) <= target.facts.vector_registers) ++mr;
+  return mr;
 }
 
 int64_t balanced_tile_rows(int64_t m, int64_t mr_max) {

@@ -3,7 +3,9 @@
 // high-performance BLIS", 2016). Each reduction step of the kernel loads `vectors` vectors (a
 // conv's weights: vectors x lanes output channels), broadcasts `scalars` values (its inputs:
 // one per output column or row of the tile) and issues vectors x scalars FMAs into as many
-// accumulators. The conv, Winograd and dense templates size their tiles with it.
+// accumulators. The conv and Winograd templates size their tiles with it; the matrix products
+// blocks (gemm_blocking.h) share its register constraint and rank by FMAs per load instead
+// (their two operands stream alike, where a conv's weights come from farther than its inputs).
 #pragma once
 
 #include <cstdint>
