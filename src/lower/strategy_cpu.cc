@@ -1,5 +1,6 @@
 // The CPU (llvm) entries of the strategy table: how each op family is computed and scheduled on
 // a CPU target. Channel blocks and panel widths are one vector register of the target.
+#include <algorithm>
 #include <string>
 
 #include "kiln/lower/weight_packing.h"
@@ -15,6 +16,7 @@
 #include "kiln/schedule/templates/winograd_cpu.h"
 #include "kiln/te/ops/nn_dense.h"
 #include "kiln/te/ops/nn_norm.h"
+#include "kiln/te/ops/nn_pool.h"
 #include "kiln/te/ops/nn_winograd.h"
 #include "op_table.h"
 #include "strategy_table.h"
@@ -164,6 +166,26 @@ Strategy row_norm(const FusedGroup& g, const Target& t, const StrategyOptions&) 
   return s;
 }
 
+// Global pooling: partial sums in vectors of the target's lanes, as many chains as keep the adds
+// in flight (the FMA pipe's latency x issue rate), at most one block per 4 vectors of the plane
+// so each chain has several steps. One running sum took 0.42 ms for efficientnet_b0's
+// 144x56x56 SE pool on an AMD EPYC Zen 4 (2 threads), one dependent add per element.
+Strategy global_pool(const FusedGroup& g, const Target& t, const StrategyOptions&) {
+  const relay::CallNode& call = anchor_call(g);
+  const auto& in = tensor_type(call.args[0]->type);
+  int64_t plane = 1;
+  for (size_t i = 2; i < in.shape.size(); ++i) plane *= in.shape[i];
+  te::ops::GlobalPartial p;
+  p.lanes = t.lanes(in.dtype.bits);
+  p.chains = std::max<int64_t>(1, std::min<int64_t>(t.facts.fma_in_flight(), plane / (4 * p.lanes)));
+  Strategy s = anchored("global_pool", schedule::schedule_pool_cpu);
+  const bool avg = call.op_name() == "nn.global_avg_pool";
+  s.lower = single([avg, p](const Inputs& x) {
+    return avg ? te::ops::global_avg_pool(x[0], "global_avg_pool", p) : te::ops::global_max_pool(x[0], "global_max_pool", p);
+  });
+  return s;
+}
+
 Strategy group_template(const char* name, void (*tmpl)(schedule::Schedule&, const std::vector<te::Tensor>&,
                                                        const Target&, schedule::Config&)) {
   Strategy s;
@@ -186,7 +208,7 @@ void add_cpu_strategies(StrategyTable* table) {
   add(OpFamily::kConvBlocked, fixed(anchored("conv_nchwc", schedule::schedule_conv_nchwc_cpu)));
   add(OpFamily::kMatmul, matmul);
   add(OpFamily::kPool, fixed(anchored("pool", schedule::schedule_pool_cpu)));
-  add(OpFamily::kGlobalPool, fixed(anchored("global_pool", schedule::schedule_pool_cpu)));
+  add(OpFamily::kGlobalPool, global_pool);
   add(OpFamily::kSoftmax, row_norm);
   add(OpFamily::kNorm, row_norm);
   // Transposed convs and the opaque ops (einsum, resize, topk, ...): generic loops.

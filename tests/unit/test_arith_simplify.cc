@@ -114,6 +114,8 @@ TEST_CASE("simplify: fused loop index recovery", "[arith][simplify]") {
   CHECK(S((floordiv(f, 8) * 8 + floormod(f, 8)) * 2 + 1) == "f*2 + 1");
   CHECK(S(floordiv(i * 4 + j, 16) * 16 + floormod(i * 4 + j, 16)) == "i*4 + j");
   CHECK(S(f - floordiv(f, 8) * 8) == "floormod(f, 8)");
+  // The floormod already rewritten (64 = 8 mod 56): a flat index unflattened over a 56-wide row.
+  CHECK(S(floordiv(i * 64 + j, 56) * 56 + floormod(i * 64 + j, 56)) == "i*64 + j");
   // Negative: coefficients that do not match.
   CHECK(S(floordiv(f, 8) * 4 + floormod(f, 8)) == "floordiv(f, 8)*4 + floormod(f, 8)");
 }

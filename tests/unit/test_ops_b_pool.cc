@@ -54,6 +54,14 @@ TEST_CASE("max/avg pool 1-D and global pools", "[ops_b]") {
   CHECK(check_op("nn.global_max_pool", {x}, Attrs(), {opsb_ref::global_pool(x, true)}, 1e-5, 1e-6) == "");
   HostTensor x3 = random_tensor(f32, {1, 4, 3, 5, 6}, 10);
   CHECK(check_op("nn.global_avg_pool", {x3}, Attrs(), {opsb_ref::global_pool(x3, false)}, 1e-5, 1e-6) == "");
+  // Planes read in partial blocks of several vectors (te::ops::GlobalPartial): 16x16 fills
+  // whole blocks at 8 and 16 lanes, 20x20 ends in a guarded block.
+  for (int64_t hw : {16, 20}) {
+    HostTensor xp = random_tensor(f32, {1, 3, hw, hw}, 11);
+    INFO("plane " << hw << "x" << hw);
+    CHECK(check_op("nn.global_avg_pool", {xp}, Attrs(), {opsb_ref::global_pool(xp, false)}, 1e-5, 1e-6) == "");
+    CHECK(check_op("nn.global_max_pool", {xp}, Attrs(), {opsb_ref::global_pool(xp, true)}, 1e-5, 1e-6) == "");
+  }
 }
 
 TEST_CASE("max pool of an integer tensor pads with the lowest value", "[ops_b]") {

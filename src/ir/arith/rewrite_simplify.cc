@@ -114,8 +114,13 @@ void Rewriter::recover_divmod(LinearForm* f) {
       const int64_t k = m / c->value;  // the term is k * floordiv(x, c) * c
       Expr x = fd->a;
       Expr fm = make_binary(ExprKind::FloorMod, x, fd->b);
-      // floordiv(x, c)*c*k + floormod(x, c)*k -> x*k
+      // floordiv(x, c)*c*k + floormod(x, c)*k -> x*k. The floormod may be in its rewritten
+      // form: floormod(rk*64 + l, 56) is floormod(rk*8 + l, 56) by then.
       int j = f->find(fm);
+      if (j < 0) {
+        fm = rw_floormod(x, fd->b);
+        j = f->find(fm);
+      }
       if (j >= 0 && f->terms[j].coeff == k) {
         LinearForm g = *f;
         g.add_term(fm, -k);

@@ -14,6 +14,30 @@ te::Tensor input_named(const te::Tensor& t, const std::string& name) {
   }
   return te::Tensor();
 }
+
+// Global pooling read in partial blocks (te::ops::GlobalPartial): per (image, channel) task,
+// "<red>.part" accumulates its chains x lanes block in registers (chains unrolled, lanes one
+// vector), "<red>.lane" folds the chains, `red` the lanes.
+void schedule_global_partial(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, const te::Tensor& red,
+                             const te::Tensor& lane) {
+  te::Tensor part = input_named(lane, red.op().name() + ".part");
+  if (!pool.same_as(tiled) && !pool.op().as<te::ComputeOpNode>()->is_reduction()) s[pool].compute_inline();
+  Stage out = s[tiled];
+  auto ax = out.op_axis();
+  ir::IterVar plane = fuse_parallel(out, {ax[0], ax[1]});
+  if (!red.same_as(tiled)) s[red].compute_at(out, plane);
+  for (const te::Tensor& t : {lane, part}) {
+    Stage st = s[t];
+    st.set_scope("local");
+    st.compute_at(out, plane);
+    auto d = st.op_axis();
+    std::vector<ir::IterVar> order = {d[0], d[1], st.reduce_axis()[0]};
+    order.insert(order.end(), d.begin() + 2, d.end());
+    st.reorder(order);
+    if (d.size() == 4) st.unroll(d[2]);
+    st.vectorize(d.back());
+  }
+}
 }  // namespace
 
 void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, const Target& target, Config& cfg) {
@@ -22,6 +46,10 @@ void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& p
   // The window reduction: the pool itself (max) or the sum an average / lp norm divides.
   te::Tensor red = pc->is_reduction() ? pool : input_named(pool, pool.op().name() + ".sum");
   te::Tensor pad = red.defined() ? input_named(red, pool.op().name() + ".pad") : te::Tensor();
+  if (te::Tensor lane = red.defined() ? input_named(red, red.op().name() + ".lane") : te::Tensor(); lane.defined()) {
+    schedule_global_partial(s, tiled, pool, red, lane);
+    return;
+  }
   int64_t vec = cfg.define_knob("vec_ow", {0, 1}, 1);
 
   if (!pool.same_as(tiled) && !pc->is_reduction()) s[pool].compute_inline();

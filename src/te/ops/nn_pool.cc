@@ -160,26 +160,54 @@ Tensor lp_pool_nd(const Tensor& x, const PoolNdAttrs& a, const std::string& name
 
 namespace {
 template <typename Reducer>
-Tensor global_reduce(const Tensor& x, Reducer reducer, const std::string& name) {
+Tensor global_reduce(const Tensor& x, Reducer reducer, const Expr& identity, GlobalPartial partial,
+                     const std::string& name) {
   KILN_USER_CHECK(x.ndim() >= 3) << name << ": input " << x.name() << " needs rank >= 3 (N, C, spatial dims)";
-  std::vector<IterVar> rk;
-  std::vector<int64_t> shape = {x.shape()[0], x.shape()[1]};
-  for (int i = 2; i < x.ndim(); ++i) {
-    rk.push_back(reduce_axis(x.shape()[i], "r" + std::to_string(i - 2)));
-    shape.push_back(1);
+  KILN_USER_CHECK(partial.lanes >= 1 && partial.chains >= 1) << name << ": partial lanes and chains must be positive";
+  std::vector<int64_t> shape = {x.shape()[0], x.shape()[1]}, spatial(x.shape().begin() + 2, x.shape().end());
+  int64_t plane = 1;
+  for (int64_t e : spatial) plane *= e;
+  shape.resize(x.ndim(), 1);
+  const int64_t block = partial.lanes * partial.chains;
+  if (block == 1 || plane < block) {
+    std::vector<IterVar> rk;
+    for (size_t i = 0; i < spatial.size(); ++i) rk.push_back(reduce_axis(spatial[i], "r" + std::to_string(i)));
+    std::vector<ir::IterVar> axes(rk.begin(), rk.end());
+    return compute(shape, [&](const std::vector<Var>& v) {
+      std::vector<Expr> idx = {v[0], v[1]};
+      for (const IterVar& r : rk) idx.push_back(r);
+      return reducer(x(idx), axes);
+    }, name);
   }
-  std::vector<ir::IterVar> axes(rk.begin(), rk.end());
-  return compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> idx = {v[0], v[1]};
-    for (const IterVar& r : rk) idx.push_back(r);
-    return reducer(x(idx), axes);
-  }, name);
+  const int64_t steps = (plane + block - 1) / block;
+  IterVar k = reduce_axis(steps, "rk");
+  Tensor part = compute({shape[0], shape[1], partial.chains, partial.lanes}, [&](const std::vector<Var>& v) {
+    Expr f = (k * c32(partial.chains) + v[2]) * c32(partial.lanes) + v[3];
+    std::vector<Expr> idx(spatial.size());
+    Expr rest = f;  // the flat index unflattened, last axis first
+    for (size_t i = spatial.size(); i-- > 1;) {
+      idx[i] = rest % c32(spatial[i]);
+      rest = rest / c32(spatial[i]);
+    }
+    idx[0] = rest;
+    idx.insert(idx.begin(), {v[0], v[1]});
+    // Past the plane: masked loads in vector code.
+    Expr val = steps * block == plane ? x(idx) : ir::select(f < c32(plane), x(idx), identity);
+    return reducer(val, {k});
+  }, name + ".part");
+  IterVar q = reduce_axis(partial.chains, "rq");
+  Tensor lane = compute({shape[0], shape[1], partial.lanes}, [&](const std::vector<Var>& v) {
+    return reducer(part({v[0], v[1], q, v[2]}), {q});
+  }, name + ".lane");
+  IterVar l = reduce_axis(partial.lanes, "rl");
+  return compute(shape, [&](const std::vector<Var>& v) { return reducer(lane({v[0], v[1], l}), {l}); }, name);
 }
 }  // namespace
 
-Tensor global_avg_pool(const Tensor& x, const std::string& name) {
+Tensor global_avg_pool(const Tensor& x, const std::string& name, GlobalPartial partial) {
   KILN_USER_CHECK(x.dtype().is_floating()) << name << ": average pooling needs a floating-point input";
-  Tensor total = global_reduce(x, [](Expr e, std::vector<ir::IterVar> ax) { return te::sum(e, ax); }, name + ".sum");
+  Tensor total = global_reduce(x, [](Expr e, std::vector<ir::IterVar> ax) { return te::sum(e, ax); },
+                               ir::make_zero(x.dtype()), partial, name + ".sum");
   int64_t count = 1;
   for (int i = 2; i < x.ndim(); ++i) count *= x.shape()[i];
   return compute(total.shape(), [&](const std::vector<Var>& v) {
@@ -187,8 +215,10 @@ Tensor global_avg_pool(const Tensor& x, const std::string& name) {
   }, name);
 }
 
-Tensor global_max_pool(const Tensor& x, const std::string& name) {
-  return global_reduce(x, [](Expr e, std::vector<ir::IterVar> ax) { return te::max(e, ax); }, name);
+Tensor global_max_pool(const Tensor& x, const std::string& name, GlobalPartial partial) {
+  ir::DataType t = x.dtype();
+  Expr lowest = t.is_floating() ? ir::make_float(t, -std::numeric_limits<double>::infinity()) : ir::min_value(t);
+  return global_reduce(x, [](Expr e, std::vector<ir::IterVar> ax) { return te::max(e, ax); }, lowest, partial, name);
 }
 
 }  // namespace kiln::te::ops

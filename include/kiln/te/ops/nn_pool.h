@@ -31,7 +31,15 @@ Tensor avg_pool_nd(const Tensor& x, const PoolNdAttrs& a, const std::string& nam
 Tensor lp_pool_nd(const Tensor& x, const PoolNdAttrs& a, const std::string& name = "lp_pool");
 
 // Mean / max over every axis from 2 on; the result keeps them with extent 1.
-Tensor global_avg_pool(const Tensor& x, const std::string& name = "global_avg_pool");
-Tensor global_max_pool(const Tensor& x, const std::string& name = "global_max_pool");
+// With `partial` = {lanes, chains} other than {1, 1} (a CPU strategy's choice: one vector
+// register, and enough of them to cover the add latency), each plane of P elements is read flat
+// in blocks of lanes x chains: "<name>.part" [N, C, chains, lanes] reduces elements
+// (k * chains + q) * lanes + l (a guard for those past P), "<name>.lane" [N, C, lanes] folds the
+// chains and the result the lanes. One running sum is one dependent add per element.
+struct GlobalPartial {
+  int64_t lanes = 1, chains = 1;
+};
+Tensor global_avg_pool(const Tensor& x, const std::string& name = "global_avg_pool", GlobalPartial partial = {});
+Tensor global_max_pool(const Tensor& x, const std::string& name = "global_max_pool", GlobalPartial partial = {});
 
 }  // namespace kiln::te::ops
