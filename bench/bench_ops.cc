@@ -106,6 +106,11 @@ std::vector<Layer> layers() {
       conv_layer("mobilenet_v2 1x1 32->192 @56", 32, 56, 192, 1, 1, 0),
       conv_layer("mobilenet_v2 dw 3x3 144 @56", 144, 56, 144, 3, 1, 1, 144),
       conv_layer("mobilenet_v2 dw 3x3 s2 96 @112", 96, 112, 96, 3, 2, 1, 96),
+      conv_layer("mobilenet_v2 dw 3x3 192 @28", 192, 28, 192, 3, 1, 1, 192),
+      conv_layer("mobilenet_v2 dw 3x3 960 @7", 960, 7, 960, 3, 1, 1, 960),
+      conv_layer("efficientnet_b0 dw 5x5 240 @28", 240, 28, 240, 5, 1, 2, 240),
+      conv_layer("efficientnet_b0 dw 5x5 672 @14", 672, 14, 672, 5, 1, 2, 672),
+      conv_layer("convnext_tiny dw 7x7 96 @56", 96, 56, 96, 7, 1, 3, 96),
       conv_layer("squeezenet 1x1 512->1000 @13", 512, 13, 1000, 1, 1, 0),
       conv_layer("squeezenet 3x3 64->256 @13", 64, 13, 256, 3, 1, 1),
   };

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <map>
 #include <random>
 
 #include "kiln/te/ops/nn_conv.h"
@@ -186,4 +187,43 @@ TEST_CASE("matmul with a constant B as dense: random points of its space match t
     l.outputs = f(l.inputs, c->attrs, c->type);
     check_space(l.outputs, l.outputs[0], l, {a, w}, want, {"tile_i", "panels", "tile_k", "sweep"}, 60 + prepacked);
   }
+}
+
+TEST_CASE("depthwise and global pooling defaults follow the target's lanes and registers", "[spaces]") {
+  // A 3x3 depthwise conv over 32x32: a row of whole registers on every level. AVX2 (8 lanes, 16
+  // registers), AVX-512 (16 lanes, 32 registers) and NEON (4 lanes, 32 registers).
+  relay::Shape xs = {1, 8, 32, 32}, ws = {8, 1, 3, 3};
+  std::map<std::string, int64_t> lanes_of;
+  for (const char* spec : {"llvm -mcpu=x86-64-v3", "llvm -mcpu=x86-64-v4", "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"}) {
+    Target t = Target::parse(spec);
+    INFO(spec << ": " << t.summary());
+    auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
+                                   conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 8), t);
+    schedule::ConfigSpace space;
+    schedule::Config rec(&space);
+    l.strategy.schedule(l.outputs, l.outputs[0], t, rec);
+    const auto& a = rec.answers();
+    const int64_t vw = a.at("vec_lanes")[0], nv = a.at("tile_ow")[1], ohr = a.at("tile_oh")[1];
+    lanes_of[spec] = vw;
+    CHECK(vw == t.lanes(32));
+    // The tile's accumulators: half the register file, enough for the FMA pipe.
+    CHECK(nv * ohr == t.facts.vector_registers / 2);
+    CHECK(nv * ohr >= t.facts.fma_in_flight());
+    for (const auto& c : space.find("vec_lanes")->candidates) CHECK(c[0] <= t.lanes(32));
+    for (const char* k : {"tile_ow", "tile_oh"})
+      for (const auto& c : space.find(k)->candidates) CHECK(c[1] <= t.facts.vector_registers);  // scalars: 2x half
+
+    // Global pooling: partial sums in one register of lanes x chains accumulators.
+    auto g = opsb_test::lower_call("nn.global_avg_pool", {relay::tensor_type(f32, {1, 8, 14, 14})}, {}, t);
+    te::Tensor sum = g.outputs[0].op().input_tensors()[0];
+    te::Tensor lane = sum.op().input_tensors()[0], part = lane.op().input_tensors()[0];
+    REQUIRE(part.op().name() == "global_avg_pool.sum.part");
+    CHECK(part.shape()[3] == t.lanes(32));
+    const int64_t chains = part.shape()[2];
+    CHECK(chains >= 1);
+    CHECK(chains <= t.facts.fma_in_flight());
+    CHECK((chains == 1 || chains * t.lanes(32) * 4 <= 14 * 14));  // each chain at least 4 vectors long
+  }
+  CHECK(lanes_of["llvm -mcpu=x86-64-v3"] == 8);
+  CHECK(lanes_of["llvm -mcpu=x86-64-v4"] == 16);
 }

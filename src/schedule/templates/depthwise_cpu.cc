@@ -7,42 +7,70 @@
 
 namespace kiln::schedule {
 
+namespace {
+// The widest divisor of n that is at most cap: a power of two, or (pow2 false) any other.
+int64_t widest_divisor(int64_t n, int64_t cap, bool pow2) {
+  for (int64_t w = std::min(n, cap); w >= 2; --w) {
+    bool is_pow2 = (w & (w - 1)) == 0;
+    if (n % w == 0 && is_pow2 == pow2) return w;
+  }
+  return 1;
+}
+}  // namespace
+
+DepthwiseDefaults depthwise_defaults(const Target& target, int64_t ow, int64_t oh) {
+  const int64_t lanes = target.lanes(32);
+  DepthwiseDefaults d;
+  // Narrower vectors than a quarter register lose to scalars the compiler packs itself.
+  d.min_vector = std::max<int64_t>(2, lanes / 4);
+  // Accumulators: half the vector registers (the other half holds the window's input vectors
+  // and broadcast weights), and at least the FMA latency x issue rate. As many as fit, not just
+  // enough for the FMA pipe: the rows of a tall tile share the window's input rows (kh loads
+  // per output row become (ohr + kh - 1) / ohr). Measured on an AMD EPYC Zen 4 (AVX-512, 4 in
+  // flight, 2 threads, bench_ops): 16 accumulators against 8, convnext_tiny's 7x7 96@56
+  // 0.23 -> 0.15 ms, mobilenet_v2's 3x3 144@56 0.08 -> 0.06, others within noise; against 4,
+  // 3x3 s2 96@112 0.25 -> 0.11. AVX2 (16 registers) keeps 8.
+  d.accumulators = std::max<int64_t>({1, target.facts.vector_registers / 2,
+                                      std::min<int64_t>(target.facts.fma_in_flight(), target.facts.vector_registers - 4)});
+  // The width that fills most of a register: the widest power of two dividing W, or W's widest
+  // other divisor when that uses more lanes (W 14: one 14-lane op, not seven 2-lane ones).
+  // Measured (1 thread, AVX-512 Xeon) on mobilenet_v2's layers: W 28 (4 -> 14 lanes) 0.069 ->
+  // 0.051 ms, W 14 (scalars -> 14) 0.073 -> 0.037, W 7 0.049 -> 0.028.
+  int64_t pw = widest_divisor(ow, lanes, true), odd = widest_divisor(ow, lanes, false);
+  if (pw < d.min_vector) pw = 1;
+  d.vec_lanes = odd > pw && odd >= d.min_vector && pw * 2 < lanes ? odd : pw;
+  // Vectors per tile row, then rows: accumulators x 2 for scalars (no latency per lane).
+  int64_t want = (d.vec_lanes == 1 ? 2 : 1) * d.accumulators;
+  d.tile_ow = largest_divisor(ow / d.vec_lanes, want);
+  d.tile_oh = largest_divisor(oh, std::max<int64_t>(1, want / d.tile_ow));
+  return d;
+}
+
 void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
                             Config& cfg) {
   const int64_t lanes = target.lanes(32);
   te::Tensor pad = input_with_suffix(conv, te::ops::kPadSuffix);
   int d = conv.ndim() - 2;
   int64_t ow = conv.shape().back();
-  // Columns: vectors of a power-of-two width (scalars when the row allows none >= 4), several
-  // per tile; rows: a few per tile. Every (row, vector) of a tile is its own accumulation chain,
-  // which hides the FMA latency.
-  int64_t vw = vector_width(ow, lanes);
-  if (vw < 4) vw = 1;
-  // Vector width: the widest power of two <= 16 dividing W by default; narrower ones (or
-  // scalars) trade lanes for more independent chains per tile.
+  DepthwiseDefaults def = depthwise_defaults(target, ow, d >= 2 ? conv.shape()[d] : 1);
+  // Vector widths: scalars, the powers of two from a quarter register up that divide W, and
+  // W's widest other divisor that fits a register (an odd width: 14 of a 28 row).
   std::vector<int64_t> widths = {1};
-  for (int64_t w = 4; w <= vw; w *= 2) widths.push_back(w);
-  // Rows also get their largest divisor in 5..16 that is no power of two as a width, the
-  // default when the power-of-two width is under 8: one zmm op with idle lanes beats scalars or
-  // xmm. Measured (1 thread) on mobilenet_v2's depthwise layers: W 28 (4 -> 14 lanes) 0.069 ->
-  // 0.051 ms, W 14 (scalars -> 14) 0.073 -> 0.037, W 7 0.049 -> 0.028; W 56 stays at 8 (14 lanes
-  // measured no better).
-  int64_t odd = 1;
-  for (int64_t w = std::min<int64_t>(ow, lanes); w >= 5; --w) {
-    if (ow % w == 0 && (w & (w - 1)) != 0) {
-      odd = w;
-      break;
-    }
-  }
-  if (odd > 1) widths.push_back(odd);
-  vw = cfg.define_knob("vec_lanes", widths, vw < 8 && odd > vw ? odd : vw);
-  int64_t nv_pref = largest_divisor(ow / vw, vw == 1 ? 16 : 8);
-  int64_t nv = cfg.define_split("tile_ow", ow / vw, 2, {ow / vw / nv_pref, nv_pref}, 16)[1];
+  for (int64_t w = def.min_vector; w <= lanes; w *= 2)
+    if (ow % w == 0) widths.push_back(w);
+  int64_t odd = widest_divisor(ow, lanes, false);
+  if (odd >= def.min_vector) widths.push_back(odd);
+  int64_t vw = cfg.define_knob("vec_lanes", widths, def.vec_lanes);
+  // Tiles of about the default's accumulators (scalars: twice as many), at most that many
+  // vectors per row and rows; at the default width this is depthwise_defaults' tile.
+  const int64_t acc_cap = (vw == 1 ? 2 : 1) * def.accumulators;
+  int64_t nv_pref = largest_divisor(ow / vw, acc_cap);
+  int64_t nv = cfg.define_split("tile_ow", ow / vw, 2, {ow / vw / nv_pref, nv_pref}, acc_cap)[1];
   int64_t ohr = 1;
   if (d >= 2) {
     int64_t oh = conv.shape()[d];
-    int64_t pr = largest_divisor(oh, std::max<int64_t>(1, (vw == 1 ? 16 : 8) / nv));
-    ohr = cfg.define_split("tile_oh", oh, 2, {oh / pr, pr}, 16)[1];
+    int64_t pr = largest_divisor(oh, std::max<int64_t>(1, acc_cap / nv));
+    ohr = cfg.define_split("tile_oh", oh, 2, {oh / pr, pr}, acc_cap)[1];
   }
 
   te::Tensor core = conv;

@@ -1,13 +1,18 @@
 // CPU schedule of depthwise_conv_nd (te/ops/nn_conv.h): each (image, channel) plane is one
 // parallel task; its padded input plane (split into stride phases for strided convs, so reads
 // stay contiguous) is built right there (compute_at: still in cache when read). Tiles of `ohr`
-// output rows x `nv` vectors of vw columns (vw: see vec_lanes) accumulate in registers (the reduction stage, scope "local"; every row and vector
-// is an independent FMA chain), then are written through the inlined tail.
-//   vec_lanes  vw: 1 (scalars), a power of two 4..16 dividing W, or W's largest other divisor
-//              in 5..16                 [the widest power of two; the other divisor if that is < 8]
-//   tile_ow    [W/vw/nv, nv] vectors per tile row             [divisor of W/vw, <= 8 (16 scalars)]
-//   tile_oh    [H/ohr, ohr] rows per tile                     [divisor of H, ohr x nv <= 8 (16)]
-//   unroll_window  1: the kernel-window loops unrolled; 0: loops   [1]
+// output rows x `nv` vectors of vw columns accumulate in registers (the reduction stage, scope
+// "local"; every row and vector is an independent FMA chain), then are written through the
+// inlined tail. Defaults come from the target (depthwise_defaults below); knobs:
+//   vec_lanes      vw: 1 (scalars), a power of two from a quarter register to one register
+//                  dividing W, or W's widest other divisor that fits a register
+//                  [the widest power of two; the other divisor if that uses at least twice the lanes]
+//   tile_ow        [W/vw/nv, nv] vectors per tile row      [accumulators' divisor of W/vw]
+//   tile_oh        [H/ohr, ohr] rows per tile              [ohr x nv <= accumulators]
+//                  (both: ohr, nv <= the accumulators; twice that for scalars)
+//   unroll_window  1: the kernel-window loops unrolled; 0: loops        [1]
+//   tile_order     0: tiles row by row; 1: column strip by strip        [0]
+//   pad_at         0: the padded plane built in its task; 1: all planes at the root   [0]
 #pragma once
 
 #include "kiln/schedule/config.h"
@@ -15,6 +20,15 @@
 #include "kiln/target/target.h"
 
 namespace kiln::schedule {
+
+// The template's default point for a W x H output plane on `target`.
+struct DepthwiseDefaults {
+  int64_t min_vector;        // narrowest vector width offered: a quarter register (at least 2)
+  int64_t accumulators;      // half the vector registers (at least the FMA latency x issue rate)
+  int64_t vec_lanes;         // vw
+  int64_t tile_ow, tile_oh;  // nv vectors x ohr rows, about `accumulators` of them
+};
+DepthwiseDefaults depthwise_defaults(const Target& target, int64_t ow, int64_t oh);
 
 // `conv` is what depthwise_conv_nd returned; `tiled` is conv itself or the group's output of
 // the same shape.
