@@ -124,6 +124,12 @@ std::vector<Layer> layers() {
   mp.set_ints("kernel", {3, 3}).set_ints("strides", {2, 2}).set_ints("padding", {1, 1, 1, 1});
   mp.set_ints("dilation", {1, 1}).set_int("ceil_mode", 0);
   l.push_back({"resnet18 max_pool 3x3 s2 @112", "nn.max_pool2d", {{1, 64, 112, 112}}, mp, 0});
+  relay::Attrs mc;  // squeezenet1_1's: no padding, ceil mode
+  mc.set_ints("kernel", {3, 3}).set_ints("strides", {2, 2}).set_ints("padding", {0, 0, 0, 0});
+  mc.set_ints("dilation", {1, 1}).set_int("ceil_mode", 1);
+  l.push_back({"squeezenet max_pool 3x3 s2 64@111", "nn.max_pool2d", {{1, 64, 111, 111}}, mc, 0});
+  l.push_back({"squeezenet max_pool 3x3 s2 128@55", "nn.max_pool2d", {{1, 128, 55, 55}}, mc, 0});
+  l.push_back({"squeezenet max_pool 3x3 s2 256@27", "nn.max_pool2d", {{1, 256, 27, 27}}, mc, 0});
   l.push_back({"bert_mini softmax 1x4x128x128", "nn.softmax", {{1, 4, 128, 128}}, relay::Attrs().set_int("axis", 3), 0});
   return l;
 }

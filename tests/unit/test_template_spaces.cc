@@ -115,6 +115,36 @@ TEST_CASE("depthwise template: random points of its space match the reference", 
   }
 }
 
+TEST_CASE("pool template: random points of its space match the reference", "[spaces]") {
+  // A strided max pool whose output row (W 13) one AVX-512 vector holds, and a stride-1 padded
+  // average (W 14, 14 lanes), each with a relu tail.
+  struct Case {
+    const char* op;
+    const char* kind;
+    relay::Shape xs;
+    opsb_ref::PoolSpec spec;
+  };
+  for (const Case& c : {Case{"nn.max_pool2d", "max", {1, 3, 27, 27}, {{3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, false, 2}},
+                        Case{"nn.avg_pool2d", "avg", {1, 3, 14, 14}, {{3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false, true, 2}}}) {
+    relay::Attrs a;
+    a.set_ints("kernel", c.spec.kernel).set_ints("strides", c.spec.strides).set_ints("padding", c.spec.pads);
+    a.set_ints("dilation", c.spec.dil).set_int("ceil_mode", c.spec.ceil_mode);
+    a.set_int("count_include_pad", c.spec.count_include_pad).set_int("p", 2);
+    auto l = opsb_test::lower_call(c.op, {relay::tensor_type(f32, c.xs)}, a);
+    te::Tensor pool = l.outputs[0];
+    te::Tensor out = te::compute(pool.shape(), [&](ir::Var n, ir::Var ch, ir::Var h, ir::Var w) {
+      return ir::max(pool(n, ch, h, w), ir::make_zero(f32));
+    }, "relu");
+    HostTensor x = random_tensor(f32, c.xs, 60);
+    opsb_ref::Dense want(opsb_ref::pool(x, c.kind, c.spec));
+    opsb_ref::for_each(want.shape, [&](const opsb_ref::Index& i) { want.at(i) = std::max(0.0, want.at(i)); });
+    opsb_test::Lowered run = l;
+    run.outputs = {out};
+    INFO(c.op);
+    check_space({out}, pool, run, {x}, want.to(f32), {"vec_ow", "unroll_window"}, 61);
+  }
+}
+
 TEST_CASE("dense template: random points of its space match the reference", "[spaces]") {
   // 96 columns: 6 panels of 16, so panels 4 falls back to 2; M 6 and K 24 give several tiles.
   auto l = opsb_test::lower_call("nn.dense", {relay::tensor_type(f32, {6, 24}), relay::tensor_type(f32, {96, 24})}, {});

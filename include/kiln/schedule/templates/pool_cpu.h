@@ -3,9 +3,10 @@
 // writes the plane through the average's divide and any inlined tail. Global pooling reduces
 // each plane inside the task; read in partial blocks (te::ops::GlobalPartial, the CPU
 // strategy's lanes x chains), the block's accumulators stay in registers (chains unrolled,
-// lanes one vector) and fold at the end. Output rows are vectorized over columns when the
-// stride is 1.
-//   vec_ow     1: vectorize output columns (stride-1 windows only)   [1]
+// lanes one vector) and fold at the end.
+//   vec_ow         1: vectorize output columns: the widest power of two dividing W, or W's
+//                  widest other divisor when that fills less than half a register   [1]
+//   unroll_window  1: the window loops unrolled around the vector        [1]
 #pragma once
 
 #include "kiln/schedule/config.h"
