@@ -176,7 +176,7 @@ TEST_CASE("templates: odd inner extents stay plain inner loops under a parallel 
   schedule::injective_cpu(s, {y}, kAvx512, cfg);
   std::string ir = final_ir(s, {a, b, y});
   INFO(ir);
-  CHECK(contains(ir, "parallel for (i0.i1.i2.fused.fused, 0, 7040)"));  // the channel test is per row
+  CHECK(contains(ir, "parallel for (i0.i1.fused, 0, 128)"));  // enough for the threads; the rows nest
   CHECK(contains(ir, "for (i3, 0, 55)"));
   HostTensor av = random_tensor(f32, {1, 64, 55, 55}, 5), bv = random_tensor(f32, {1, 64, 55, 55}, 6);
   std::vector<relay::Type> types{relay::tensor_type(f32, {1, 128, 55, 55})};

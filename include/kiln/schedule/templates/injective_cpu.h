@@ -9,11 +9,15 @@
 // Every compute stage that is not an output is inlined into its readers. Each output's
 // innermost axis of extent > 1 is split by the vector width in elements (the largest power of
 // two up to it that divides the axis: a guarded tail would keep the loop serial) and its inner
-// part vectorized; everything else fuses into one outer loop, which runs in parallel when the
-// output is big enough to pay for waking the thread pool. (Splitting the axis rather than the
-// fused loop keeps vector accesses contiguous ramps instead of div/mod of a ramp.) When no power
-// of two of at least 2 divides that axis, it and the axes after it stay plain inner loops (LLVM
-// vectorizes those itself) and only the axes before it fuse into the parallel loop.
+// part vectorized. A row too short for a full vector (a 14x14 plane) first fuses with the row
+// above it when every load reads the two as its last two indices (an SE block's
+// [N, C, H, W] * [N, C, 1, 1], a channel shuffle) and that gains lanes. Of the axes outside the
+// vector loop, the outer ones fuse into one loop until it has 8 iterations per core (the
+// target's cores), which runs in parallel when the output is big enough to pay for waking the
+// thread pool; the rest stay nested loops (no div/mod per iteration to recover their indices).
+// (Splitting the axis rather than the fused loop keeps vector accesses contiguous ramps instead
+// of div/mod of a ramp.) When no power of two of at least 2 divides that axis, it and the axes
+// after it stay plain inner loops (LLVM vectorizes those itself).
 #pragma once
 
 #include <vector>
