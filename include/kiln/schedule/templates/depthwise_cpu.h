@@ -12,7 +12,8 @@
 //                  (both: ohr, nv <= the accumulators; twice that for scalars)
 //   unroll_window  1: the kernel-window loops unrolled; 0: loops        [1]
 //   tile_order     0: tiles row by row; 1: column strip by strip        [0]
-//   pad_at         0: the padded plane built in its task; 1: all planes at the root   [0]
+//   pad_at         0: the padded plane built in its task; 1: all planes at the root; 2: the
+//                  rows (columns) each outer tile reads, in that tile                  [0]
 #pragma once
 
 #include "kiln/schedule/config.h"
