@@ -122,6 +122,27 @@ TEST_CASE("injective_cpu: a short row fuses with the row above into one vectoriz
                  build_and_run({a, b}, {y}, {av, bv}, types, Sched::Naive)[0], 0, 0) == "");
 }
 
+TEST_CASE("injective_cpu: a channel shuffle's planes fuse through its reshapes", "[ops_a]") {
+  // shufflenet_v2: concat([1, 58, 28, 28] x 2) -> [1, 2, 58, 28, 28] -> transpose(0, 2, 1, 3, 4)
+  // -> [1, 116, 28, 28]. Its loads index the planes through flattened, unflattened indices
+  // (not as their last two indices), yet each 784-element plane is one contiguous run of a
+  // source: 16 lanes, not 4 of a 28 row.
+  auto a = te::placeholder({1, 58, 28, 28}, f32, "a"), b = te::placeholder({1, 58, 28, 28}, f32, "b");
+  auto cat = te::ops::concatenate({a, b}, 1);
+  auto y = te::ops::reshape(te::ops::transpose(te::ops::reshape(cat, {1, 2, 58, 28, 28}), {0, 2, 1, 3, 4}),
+                            {1, 116, 28, 28});
+  auto s = schedule::create({y});
+  schedule::Config cfg;
+  schedule::injective_cpu(s, {y}, kAvx512, cfg);
+  std::string ir = final_ir(s, {a, b, y});
+  INFO(ir);
+  CHECK(contains(ir, ", 1, 16)]"));
+  HostTensor av = random_tensor(f32, {1, 58, 28, 28}, 10), bv = random_tensor(f32, {1, 58, 28, 28}, 11);
+  std::vector<relay::Type> types{relay::tensor_type(f32, {1, 116, 28, 28})};
+  CHECK(mismatch(build_and_run({a, b}, {y}, {av, bv}, types, Sched::Default)[0],
+                 build_and_run({a, b}, {y}, {av, bv}, types, Sched::Naive)[0], 0, 0) == "");
+}
+
 TEST_CASE("reduction_cpu: a reduction over an outer axis vectorizes the kept inner axis", "[ops_a]") {
   auto x = te::placeholder({64, 32, 64}, f32, "x");
   auto sq = te::ops::elementwise({x}, x.shape(), [](const std::vector<ir::Expr>& v) { return v[0] * v[0]; }, "square");
