@@ -16,6 +16,24 @@ int64_t widest_divisor(int64_t n, int64_t cap, bool pow2) {
   }
   return 1;
 }
+
+// Accumulators of a default tile (twice as many for scalars, which have no latency per lane),
+// or with `cap` the most any tile of the space may have. The default: the FMA latency x issue
+// rate, at least a quarter of the vector registers. The cap: half the vector registers (the
+// other half holds the window's input vectors and broadcast weights). Tall tiles over wide rows
+// share the window's input rows (kh loads per output row become (ohr + kh - 1) / ohr), but a
+// costly inlined tail wants the registers: measured on an AMD EPYC Zen 4 (AVX-512, 2 threads),
+// 16 accumulators against 8, convnext_tiny's bare 7x7 96@56 0.23 -> 0.15 ms (bench_ops), while
+// efficientnet_b0's 3x3 layers with a SiLU tail slowed (in the model): 96@56 s2 0.22 -> 0.37,
+// 32@112 0.17 -> 0.26, and mobilenet_v2's 192@28, 576@14, 384@14 by 15-20%. So the tuner
+// explores up to the cap.
+int64_t tile_budget(const Target& target, bool scalar, bool cap) {
+  const CpuFacts& f = target.facts;
+  const int64_t most =
+      std::max<int64_t>({1, f.vector_registers / 2, std::min<int64_t>(f.fma_in_flight(), f.vector_registers - 4)});
+  const int64_t base = std::min<int64_t>(most, std::max<int64_t>(f.fma_in_flight(), f.vector_registers / 4));
+  return (scalar ? 2 : 1) * (cap ? most : base);
+}
 }  // namespace
 
 DepthwiseDefaults depthwise_defaults(const Target& target, int64_t ow, int64_t oh) {
@@ -23,15 +41,7 @@ DepthwiseDefaults depthwise_defaults(const Target& target, int64_t ow, int64_t o
   DepthwiseDefaults d;
   // Narrower vectors than a quarter register lose to scalars the compiler packs itself.
   d.min_vector = std::max<int64_t>(2, lanes / 4);
-  // Accumulators: half the vector registers (the other half holds the window's input vectors
-  // and broadcast weights), and at least the FMA latency x issue rate. As many as fit, not just
-  // enough for the FMA pipe: the rows of a tall tile share the window's input rows (kh loads
-  // per output row become (ohr + kh - 1) / ohr). Measured on an AMD EPYC Zen 4 (AVX-512, 4 in
-  // flight, 2 threads, bench_ops): 16 accumulators against 8, convnext_tiny's 7x7 96@56
-  // 0.23 -> 0.15 ms, mobilenet_v2's 3x3 144@56 0.08 -> 0.06, others within noise; against 4,
-  // 3x3 s2 96@112 0.25 -> 0.11. AVX2 (16 registers) keeps 8.
-  d.accumulators = std::max<int64_t>({1, target.facts.vector_registers / 2,
-                                      std::min<int64_t>(target.facts.fma_in_flight(), target.facts.vector_registers - 4)});
+  d.accumulators = tile_budget(target, false, true);
   // The width that fills most of a register: the widest power of two dividing W, or W's widest
   // other divisor when that uses more lanes (W 14: one 14-lane op, not seven 2-lane ones).
   // Measured (1 thread, AVX-512 Xeon) on mobilenet_v2's layers: W 28 (4 -> 14 lanes) 0.069 ->
@@ -39,8 +49,8 @@ DepthwiseDefaults depthwise_defaults(const Target& target, int64_t ow, int64_t o
   int64_t pw = widest_divisor(ow, lanes, true), odd = widest_divisor(ow, lanes, false);
   if (pw < d.min_vector) pw = 1;
   d.vec_lanes = odd > pw && odd >= d.min_vector && pw * 2 < lanes ? odd : pw;
-  // Vectors per tile row, then rows: accumulators x 2 for scalars (no latency per lane).
-  int64_t want = (d.vec_lanes == 1 ? 2 : 1) * d.accumulators;
+  // Vectors per tile row, then rows.
+  int64_t want = tile_budget(target, d.vec_lanes == 1, false);
   d.tile_ow = largest_divisor(ow / d.vec_lanes, want);
   d.tile_oh = largest_divisor(oh, std::max<int64_t>(1, want / d.tile_ow));
   return d;
@@ -61,15 +71,16 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
   int64_t odd = widest_divisor(ow, lanes, false);
   if (odd >= def.min_vector) widths.push_back(odd);
   int64_t vw = cfg.define_knob("vec_lanes", widths, def.vec_lanes);
-  // Tiles of about the default's accumulators (scalars: twice as many), at most that many
-  // vectors per row and rows; at the default width this is depthwise_defaults' tile.
+  // Tiles of tile_budget's accumulators by default (at the default width, depthwise_defaults'
+  // tile); at most the cap's vectors per row and rows (scalars: twice as many).
   const int64_t acc_cap = (vw == 1 ? 2 : 1) * def.accumulators;
-  int64_t nv_pref = largest_divisor(ow / vw, acc_cap);
+  const int64_t budget = tile_budget(target, vw == 1, false);
+  int64_t nv_pref = largest_divisor(ow / vw, budget);
   int64_t nv = cfg.define_split("tile_ow", ow / vw, 2, {ow / vw / nv_pref, nv_pref}, acc_cap)[1];
   int64_t ohr = 1;
   if (d >= 2) {
     int64_t oh = conv.shape()[d];
-    int64_t pr = largest_divisor(oh, std::max<int64_t>(1, acc_cap / nv));
+    int64_t pr = largest_divisor(oh, std::max<int64_t>(1, budget / nv));
     ohr = cfg.define_split("tile_oh", oh, 2, {oh / pr, pr}, acc_cap)[1];
   }
 

@@ -6,10 +6,13 @@
 // inlined tail. Defaults come from the target (depthwise_defaults below); knobs:
 //   vec_lanes      vw: 1 (scalars), a power of two from a quarter register to one register
 //                  dividing W, or W's widest other divisor that fits a register
-//                  [the widest power of two; the other divisor if that uses at least twice the lanes]
-//   tile_ow        [W/vw/nv, nv] vectors per tile row      [accumulators' divisor of W/vw]
-//   tile_oh        [H/ohr, ohr] rows per tile              [ohr x nv <= accumulators]
-//                  (both: ohr, nv <= the accumulators; twice that for scalars)
+//                  [the widest power of two; the other divisor when the power of two fills
+//                  less than half a register and the other is wider]
+//   tile_ow        [W/vw/nv, nv] vectors per tile row      [the budget's divisor of W/vw]
+//   tile_oh        [H/ohr, ohr] rows per tile              [ohr x nv <= the budget]
+//                  (the budget: the FMA latency x issue rate, at least a quarter of the
+//                  vector registers; ohr, nv <= `accumulators`, half the registers; twice
+//                  these for scalars)
 //   unroll_window  1: the kernel-window loops unrolled; 0: loops        [1]
 //   tile_order     0: tiles row by row; 1: column strip by strip        [0]
 //   pad_at         0: the padded plane built in its task; 1: all planes at the root; 2: the
@@ -25,9 +28,10 @@ namespace kiln::schedule {
 // The template's default point for a W x H output plane on `target`.
 struct DepthwiseDefaults {
   int64_t min_vector;        // narrowest vector width offered: a quarter register (at least 2)
-  int64_t accumulators;      // half the vector registers (at least the FMA latency x issue rate)
+  int64_t accumulators;      // the most a tile has: half the vector registers (at least the FMA
+                             // latency x issue rate)
   int64_t vec_lanes;         // vw
-  int64_t tile_ow, tile_oh;  // nv vectors x ohr rows, about `accumulators` of them
+  int64_t tile_ow, tile_oh;  // nv vectors x ohr rows: about the default budget of accumulators
 };
 DepthwiseDefaults depthwise_defaults(const Target& target, int64_t ow, int64_t oh);
 
