@@ -6,7 +6,7 @@
 //   exec.run();
 //   NDArray y = exec.get_output(0);                // a copy; output_view(0) does not copy
 //
-// Memory: the planned storages are allocated once, 64-byte aligned, when the executor is made;
+// Memory: the planned storages are allocated once, page-aligned in one arena, when the executor is made;
 // constants are read in place from the weights inside the loaded library. Nothing is allocated
 // per run. One executor runs one inference at a time (not thread-safe); several executors may
 // share a LoadedModule and run concurrently, each with its own memory. The kernels use the
