@@ -101,8 +101,13 @@ size_t Config::pick(const Knob& k) {
 }
 
 std::vector<int64_t> Config::define_split(const std::string& name, int64_t extent, int parts,
-                                          const std::vector<int64_t>& preferred, int64_t max_inner) {
+                                          const std::vector<int64_t>& preferred, int64_t max_inner,
+                                          const std::vector<int64_t>& overhanging) {
   Knob k{name, Knob::Kind::Split, factorizations(extent, parts, max_inner), 0};
+  KILN_CHECK(overhanging.empty() || parts == 2) << "split knob '" << name << "': overhanging factors need 2 parts";
+  for (int64_t f : overhanging) {
+    if (f > 1 && extent % f != 0 && (max_inner <= 0 || f <= max_inner)) k.candidates.push_back({(extent + f - 1) / f, f});
+  }
   KILN_USER_CHECK(!k.candidates.empty()) << "split knob '" << name << "' has no candidate for extent " << extent;
   for (size_t i = 0; i < k.candidates.size(); ++i) {
     if (k.candidates[i] == preferred) k.default_index = i;

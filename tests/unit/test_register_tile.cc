@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "kiln/schedule/templates/conv2d_cpu.h"
 #include "kiln/schedule/templates/register_tile.h"
 #include "test_ops_b_util.h"
 
@@ -80,4 +81,26 @@ TEST_CASE("conv defaults follow the target: tiles within each register file", "[
   // AVX2 and AVX-512 get different tiles for the same layer (16 vs 32 registers, 8 vs 16 lanes).
   CHECK(default_config(kAvx2, {1, 64, 56, 56}, {128, 64, 3, 3}, 2, 1) !=
         default_config(kAvx512, {1, 64, 56, 56}, {128, 64, 3, 3}, 2, 1));
+}
+
+TEST_CASE("conv defaults: widths without a vectorizable divisor overhang only where the write-out dominates",
+          "[target][spaces]") {
+  for (const Target* t : {&kAvx2, &kAvx512}) {
+    INFO(t->summary());
+    const int64_t lanes = t->lanes(32);
+    // squeezenet's stem, 3x3 s2 3->64 to 111 columns: 27 products per output, so the transposed
+    // scalar write-out would cost more than computing one column in vain.
+    std::string stem = default_config(*t, {1, 3, 224, 224}, {64, 3, 3, 3}, 2, 0);
+    INFO(stem);
+    const int64_t owr = knob(stem, "tile_ow", 1);
+    CHECK(111 % owr != 0);
+    CHECK(knob(stem, "tile_ow", 0) == (111 + owr - 1) / owr);
+    CHECK(schedule::vectorized_write_out(owr, lanes));
+    CHECK(knob(stem, "vec_out") == 1);
+    // squeezenet's classifier, 1x1 512->1000 at 13x13: a long reduction; 16 columns for 13
+    // would waste 23% of its FMAs, so it keeps a divisor of 13.
+    std::string head = default_config(*t, {1, 512, 13, 13}, {1000, 512, 1, 1}, 1, 0);
+    INFO(head);
+    CHECK(13 % knob(head, "tile_ow", 1) == 0);
+  }
 }

@@ -76,6 +76,34 @@ TEST_CASE("conv template: random points of its space match the reference (with a
   }
 }
 
+TEST_CASE("conv template: every column tile of a prime width, overhanging ones included, matches the reference",
+          "[spaces]") {
+  // W 13 has no divisor but 1 and 13; tile_ow also offers the vectorizable widths that overhang
+  // it (the last tile of a row is guarded), each with a scalar and a vectorized write-out.
+  relay::Shape xs = {1, 3, 7, 13}, ws = {20, 3, 3, 3};
+  auto l = opsb_test::lower_call("nn.conv2d", {relay::tensor_type(f32, xs), relay::tensor_type(f32, ws)},
+                                 conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+  HostTensor x = random_tensor(f32, xs, 1), w = random_tensor(f32, ws, 2);
+  HostTensor want = opsb_ref::Dense(opsb_ref::conv(x, w, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1)).to(f32);
+  schedule::ConfigSpace space;
+  schedule::Config rec(&space);
+  l.strategy.schedule(l.outputs, l.outputs[0], l.target, rec);
+  const schedule::Knob* tile_ow = space.find("tile_ow");
+  REQUIRE(tile_ow != nullptr);
+  int overhanging = 0;
+  for (size_t i = 0; i < tile_ow->candidates.size(); ++i) {
+    const auto& c = tile_ow->candidates[i];
+    overhanging += c[0] * c[1] != 13;
+    for (size_t vec = 0; vec < 2; ++vec) {
+      schedule::Config cfg = schedule::Config::with_choices({{"tile_ow", i}, {"vec_out", vec}});
+      schedule::Schedule s = l.strategy.schedule(l.outputs, l.outputs[0], l.target, cfg);
+      INFO("config " << cfg.str());
+      CHECK(opsb_test::compare(opsb_test::run(s, l, {x, w})[0], want, kRtol, kAtol) == "");
+    }
+  }
+  CHECK(overhanging >= 1);
+}
+
 TEST_CASE("conv2d_nchwc template: random points of its space match the reference", "[spaces]") {
   const int64_t c = 8, h = 8, w = 10, oc = 64, ci = 4, co = 16;
   HostTensor x = random_tensor(f32, {1, c, h, w}, 4), wt = random_tensor(f32, {oc, c, 3, 3}, 5);

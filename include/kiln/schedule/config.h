@@ -25,7 +25,8 @@ struct Knob {
   enum class Kind { Split, Choice };
   std::string name;
   Kind kind = Kind::Choice;
-  // Split: each candidate lists the factors, outermost first, whose product is the extent.
+  // Split: each candidate lists the factors, outermost first, whose product is the extent (or,
+  // for an overhanging candidate, the smallest product over it: define_split).
   // Choice: each candidate holds a single value.
   std::vector<std::vector<int64_t>> candidates;
   size_t default_index = 0;
@@ -59,8 +60,12 @@ class Config {
   // Splits `extent` into `parts` factors (outermost first) with product `extent`. Candidates are
   // every ordered factorization whose innermost factor is <= max_inner (0: no limit); the default
   // is `preferred` when it is a candidate, else the first candidate. Returns the chosen factors.
+  // `overhanging` adds two-part candidates [ceil(extent / f), f] for inner factors f that do
+  // not divide the extent (parts must be 2): the last outer iteration overhangs, and the loop
+  // nest guards it (a tile shape worth some wasted work, e.g. a vectorizable width).
   std::vector<int64_t> define_split(const std::string& name, int64_t extent, int parts,
-                                    const std::vector<int64_t>& preferred = {}, int64_t max_inner = 0);
+                                    const std::vector<int64_t>& preferred = {}, int64_t max_inner = 0,
+                                    const std::vector<int64_t>& overhanging = {});
   // One of `candidates`; the default is `preferred` (which must be among them).
   int64_t define_knob(const std::string& name, const std::vector<int64_t>& candidates, int64_t preferred);
 

@@ -26,29 +26,67 @@ struct ConvTile {
 struct ConvTileChoice {
   int64_t ocp = 1, ohr = 1, owr = 1;
 };
+
+// Rough cycles per output element of a tile whose write-out transposes it: the FMAs (`reduce`
+// products an element, `lanes` at a time, at the tile's model efficiency, stretched by the
+// columns an overhanging last tile computes in vain) and the write-out (about 2 cycles an
+// element as scalar stores, 0.6 vectorized). Calibrated on squeezenet's stem (3x3 s2 3->64,
+// 111 columns; 1 thread, Zen 4 AVX-512): 3 columns x 4 blocks, scalar stores, 3.8 cycles an
+// element (1.15 ms), 8 columns x 1 block overhanging by one, vectorized, 2.3 (0.69 ms).
+double transposed_tile_cycles(const Target& target, int64_t lanes, int64_t reduce, int64_t ow, const ConvTileChoice& c,
+                              bool vec_out) {
+  double eff = tile_efficiency(target, {c.ocp, c.ohr * c.owr});
+  if (eff <= 0) return 1e30;
+  double computed = double((ow + c.owr - 1) / c.owr * c.owr) / double(ow);
+  double fma = double(reduce) / double(lanes * target.facts.fma_per_cycle) / eff * computed;
+  return fma + (vec_out ? 0.6 : 2.0);
+}
+
+// `overhanging`: column counts allowed that do not divide ow (tile_ow's overhanging candidates).
+// A tile of them is the default only where the divisors of ow leave the write-out scalar and
+// transposed_tile_cycles says the wasted columns cost less than the scalar stores (reduce > 0:
+// the write-out transposes; a short reduction, as a stem's, pays for the write-out the most).
 ConvTileChoice default_conv_tile(const Target& target, int64_t nblk, int64_t co, int64_t oh, int64_t ow,
-                                 int64_t max_owr, int64_t max_ohr) {
-  ConvTileChoice best;
-  std::vector<double> best_rank;
-  for (int64_t ocp : {1, 2, 4}) {
-    if (nblk % ocp != 0) continue;
-    for (int64_t ohr = 1; ohr <= (oh > 0 ? max_ohr : 1); ++ohr) {
-      if (oh > 0 && oh % ohr != 0) continue;
-      for (int64_t owr = 1; owr <= max_owr; ++owr) {
-        if (ow % owr != 0) continue;
-        RegisterTile t{ocp, ohr * owr};
-        std::vector<double> model = tile_rank(target, t);
-        std::vector<double> rank = {vectorized_write_out(owr, co) ? 0.0 : 1.0, model[0], double(ohr)};
-        rank.insert(rank.end(), model.begin() + 1, model.end());
-        if (best_rank.empty() || rank < best_rank) best_rank = rank, best = {ocp, ohr, owr};
+                                 int64_t max_owr, int64_t max_ohr, int64_t reduce,
+                                 const std::vector<int64_t>& overhanging) {
+  auto best_of = [&](bool exact) {
+    ConvTileChoice best;
+    std::vector<double> best_rank;
+    for (int64_t ocp : {1, 2, 4}) {
+      if (nblk % ocp != 0) continue;
+      for (int64_t ohr = 1; ohr <= (oh > 0 ? max_ohr : 1); ++ohr) {
+        if (oh > 0 && oh % ohr != 0) continue;
+        std::vector<int64_t> widths = overhanging;
+        if (exact) {
+          widths.clear();
+          for (int64_t owr = 1; owr <= max_owr; ++owr)
+            if (ow % owr == 0) widths.push_back(owr);
+        }
+        for (int64_t owr : widths) {
+          RegisterTile t{ocp, ohr * owr};
+          std::vector<double> model = tile_rank(target, t);
+          std::vector<double> rank = {vectorized_write_out(owr, co) ? 0.0 : 1.0, model[0], double(ohr)};
+          rank.insert(rank.end(), model.begin() + 1, model.end());
+          if (best_rank.empty() || rank < best_rank) best_rank = rank, best = {ocp, ohr, owr};
+        }
       }
     }
-  }
-  return best;
+    return best;
+  };
+  ConvTileChoice exact = best_of(true);
+  if (reduce <= 0 || overhanging.empty() || vectorized_write_out(exact.owr, co)) return exact;
+  ConvTileChoice over = best_of(false);
+  return transposed_tile_cycles(target, co, reduce, ow, over, true) <
+                 transposed_tile_cycles(target, co, reduce, ow, exact, false)
+             ? over
+             : exact;
 }
 
 // nblk: output-channel blocks of the target's lanes; oh is 0 for a 1-d conv (no row knob).
-ConvTile define_conv_tile(Config& cfg, const Target& target, int64_t nblk, int64_t co, int64_t oh, int64_t ow) {
+// reduce: products per output element when the write-out transposes the tile (NCHW output),
+// else 0 (no overhanging column tiles).
+ConvTile define_conv_tile(Config& cfg, const Target& target, int64_t nblk, int64_t co, int64_t oh, int64_t ow,
+                          int64_t reduce) {
   ConvTile t;
   // The search spans tiles up to a register file of broadcasts (columns) and 4 rows; the default
   // is the register model's. Measured (resnet18, 2 threads, Zen 4): on AVX2 code the previous
@@ -56,8 +94,14 @@ ConvTile define_conv_tile(Config& cfg, const Target& target, int64_t nblk, int64
   // tiles of 7 to 14 accumulators; on AVX-512 (Xeon) 2 x 8 measured best of its neighbours
   // (7x7 conv 1.61 ms vs 1.72 for 1 x 16).
   const int64_t max_owr = target.facts.vector_registers - 2, max_ohr = 4;
-  ConvTileChoice d = default_conv_tile(target, nblk, co, oh, ow, max_owr, max_ohr);
-  t.owr = cfg.define_split("tile_ow", ow, 2, {ow / d.owr, d.owr}, max_owr)[1];
+  // Widths without a vectorizable divisor (squeezenet's 111, 55, 27, 13) may also take column
+  // tiles of a vectorizable width that overhang the row.
+  std::vector<int64_t> overhanging;
+  if (reduce > 0)
+    for (int64_t w = 2; w <= std::min(max_owr, co); w *= 2)
+      if (vectorized_write_out(w, co) && ow % w != 0) overhanging.push_back(w);
+  ConvTileChoice d = default_conv_tile(target, nblk, co, oh, ow, max_owr, max_ohr, reduce, overhanging);
+  t.owr = cfg.define_split("tile_ow", ow, 2, {(ow + d.owr - 1) / d.owr, d.owr}, max_owr, overhanging)[1];
   if (oh > 0) t.ohr = cfg.define_split("tile_oh", oh, 2, {oh / d.ohr, d.ohr}, max_ohr)[1];
   t.ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, d.ocp);
   while (nblk % t.ocp != 0) t.ocp /= 2;  // a choice tuned for another shape: the largest that divides
@@ -147,7 +191,10 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
   int d = conv.ndim() - 2;
   int64_t co = blocked.shape().back(), nblk = blocked.shape()[1], ow = conv.shape().back();
   int64_t oh = d >= 2 ? conv.shape()[d] : 0;
-  ConvTile t = define_conv_tile(cfg, target, nblk, co, oh, ow);
+  const auto* bop = blocked.op().as<te::ComputeOpNode>();
+  int64_t cg = ir::as_const_int(bop->reduce_axis[0]->dom.extent).value_or(1), taps = 1;
+  for (size_t i = 1; i < bop->reduce_axis.size(); ++i) taps *= ir::as_const_int(bop->reduce_axis[i]->dom.extent).value_or(1);
+  ConvTile t = define_conv_tile(cfg, target, nblk, co, oh, ow, cg * taps);
   // The write-out transposes the tile (channels in lanes -> columns in lanes). Vectorized over a
   // power of two of columns from half a register to a whole one, LLVM does it with shuffles and
   // stores whole vectors; measured (1 thread, AVX-512: 8 or 16 columns) resnet18's 7x7 conv 1.86
@@ -161,9 +208,6 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
   // with a long reduction, when that leaves at least 8 tasks. Measured (1 thread, in resnet18):
   // layer4 3x3 convs 2.14 -> 1.75 ms, layer3 1.70 -> 1.55, the stride-2 ones 0.92 -> 0.80; on
   // 56x56 planes it lost 5-9%, so those keep row tiles.
-  const auto* bop = blocked.op().as<te::ComputeOpNode>();
-  int64_t cg = ir::as_const_int(bop->reduce_axis[0]->dom.extent).value_or(1), taps = 1;
-  for (size_t i = 1; i < bop->reduce_axis.size(); ++i) taps *= ir::as_const_int(bop->reduce_axis[i]->dom.extent).value_or(1);
   bool plane_fits = d == 2 && oh * ow <= 28 * 28 && cg * taps >= 256 && cg >= 64 &&
                     conv.shape()[0] * (nblk / t.ocp) >= 4 * target.facts.cores;
   int64_t ci = plane_fits ? largest_divisor(cg, 32) : cg;
@@ -238,7 +282,7 @@ void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   KILN_CHECK(conv.ndim() == 5 && tiled.shape() == conv.shape()) << "schedule_conv_nchwc_cpu: not a blocked conv";
   te::Tensor pad = input_with_suffix(conv, te::ops::kPadSuffix);
   int64_t nblk = conv.shape()[1], oh = conv.shape()[2], ow = conv.shape()[3], co = conv.shape()[4];
-  ConvTile t = define_conv_tile(cfg, target, nblk, co, oh, ow);
+  ConvTile t = define_conv_tile(cfg, target, nblk, co, oh, ow, 0);
 
   te::Tensor core = conv;
   if (conv.same_as(tiled)) {

@@ -10,10 +10,11 @@
 //
 // Knobs (schedule/config.h), defaults in brackets. A tile holds ohr x owr x oc_blocks vector
 // accumulators; past about 28 they spill (slow but still correct).
-//   tile_ow      [W/owr, owr]: output columns per tile (owr up to 16)
-//                                               [8 when it divides W, else largest divisor <= 14]
-//   tile_oh      [H/ohr, ohr]: output rows per tile (ohr up to 4)             [1]
-//   oc_blocks    1, 2 or 4 channel blocks per tile (largest dividing)   [2 when owr*ohr <= 12]
+//   tile_ow      [W/owr, owr]: output columns per tile (owr up to the register file; on NCHW
+//                output, also vectorizable widths that overhang a row W they do not divide)
+//                [the target's register model, register_tile.h; see conv2d_cpu.cc]
+//   tile_oh      [H/ohr, ohr]: output rows per tile (ohr up to 4)  [1 unless rows raise the model's]
+//   oc_blocks    1, 2 or 4 channel blocks per tile (largest dividing)   [register model]
 //   reduce_order 0: input channels outside the kernel window; 1: inside it    [0]
 //   unroll_kw    1: unroll the innermost kernel-window loop                   [0]
 //   tile_ic      [C/ci, ci] (2-d): C/ci > 1 makes a task one channel block's whole output
