@@ -17,6 +17,7 @@
 //   oc_blocks    1, 2 or 4 channel blocks per tile (largest dividing)   [register model]
 //   reduce_order 0: input channels outside the kernel window; 1: inside it    [0]
 //   unroll_kw    1: unroll the innermost kernel-window loop                   [0]
+//   rows_outer   (2-d) 1: parallel tasks take rows outside channel blocks [1 when the weights fit L2/2]
 //   tile_ic      [C/ci, ci] (2-d): C/ci > 1 makes a task one channel block's whole output
 //                plane, accumulated in a local buffer chunk by chunk of ci input channels (rows
 //                and columns tiled inside each chunk): every weight chunk feeds all rows at once
