@@ -82,7 +82,8 @@ TEST_CASE("Winograd conv2d: odd sizes, asymmetric pads, batch 2, partial channel
 
 TEST_CASE("Winograd template: random points of its space match the reference (bias + residual add + relu tail)",
           "[ops_b][spaces]") {
-  // OW 20: tile_ow {1, 2, 4, 5, 10, 20 ...}; 10 tile columns: tile_tw {1, 2, 5, 10}; 64 channels:
+  // OW 20: tile_ow {1, 2, 4, 5, 10, 20 ...}; 10 tile columns: tile_tw {1, 2, 5, 10, and the
+  // overhanging widths}; 64 channels:
   // 4 blocks, so oc_blocks 1, 2 and 4 all apply.
   const relay::Shape xs = {1, 8, 11, 20};
   const int64_t oc = 64;
@@ -118,6 +119,20 @@ TEST_CASE("Winograd template: random points of its space match the reference (bi
     INFO("config " << cfg.str());
     CHECK(opsb_test::compare(opsb_test::run(s, l, {x, wc.u, b, r})[0], want.to(f32), kRtol, kAtol) == "");
   }
+  // Every tile_tw, the overhanging ones (3, 4, 6, 7... of 10 tile columns: the last tile of a
+  // row guarded) included, in both task structures.
+  const schedule::Knob* tile_tw = space.find("tile_tw");
+  int overhanging = 0;
+  for (size_t i = 0; i < tile_tw->candidates.size(); ++i) {
+    overhanging += tile_tw->candidates[i][0] * tile_tw->candidates[i][1] != 10;
+    for (size_t by_channels : {0, 1}) {
+      schedule::Config cfg = schedule::Config::with_choices({{"tile_tw", i}, {"task_over", by_channels}});
+      INFO("config " << cfg.str());
+      CHECK(opsb_test::compare(opsb_test::run(wc.l.strategy.schedule({out}, conv, wc.l.target, cfg), l, {x, wc.u, b, r})[0],
+                               want.to(f32), kRtol, kAtol) == "");
+    }
+  }
+  CHECK(overhanging >= 2);
   // Both task structures, explicitly (random points may miss one).
   for (size_t by_channels : {0, 1}) {
     schedule::Config cfg = schedule::Config::with_choices({{"task_over", by_channels}});

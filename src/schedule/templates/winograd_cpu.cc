@@ -20,16 +20,31 @@ void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::
   int64_t nblk = m.shape()[2], tw = m.shape()[4], co = m.shape()[5], c = v.shape()[2], ow = conv.shape()[3];
 
   // The reductions' register tile: oc_blocks weight vectors by tile_tw tiles of a row (one
-  // broadcast each), by the target's register model (register_tile.h). Measured (resnet18, AVX2
+  // broadcast each), by the target's register model (register_tile.h), its efficiency scaled by
+  // the tiles an overhanging last tile computes in vain; of equals, the most accumulators (each
+  // broadcast of V, streamed from L2, feeding more weight vectors). Measured (resnet18, AVX2
   // code on Zen 4, tuned): the previous 2 x 7 (17 registers of 16) ran at half the tuner's best,
-  // 1 x 14 on layer1 and 1 x 7 on layer3; on AVX-512 (Xeon) 2 x 7 beat 4 x 7 by 6-20%.
+  // 1 x 14 on layer1 and 1 x 7 on layer3; on AVX-512 (Xeon) 2 x 7 beat 4 x 7 by 6-20%. A row of
+  // 7 tiles on AVX2 (resnet50's 14x14 layers, 1 thread, Zen 4): 2 x 4 tiles, one in vain, 1.89
+  // ms against 2.50 for 1 x 7.
   const int64_t max_tw = target.facts.vector_registers - 2;
-  std::vector<RegisterTile> tiles;
-  for (int64_t ocp : {1, 2, 4})
-    for (int64_t t = 1; t <= max_tw; ++t)
-      if (nblk % ocp == 0 && tw % t == 0) tiles.push_back({ocp, t});
-  RegisterTile best = choose_register_tile(target, tiles);
-  int64_t twr = cfg.define_split("tile_tw", tw, 2, {tw / best.scalars, best.scalars}, max_tw)[1];
+  std::vector<int64_t> overhanging;
+  for (int64_t t = 2; t <= std::min(max_tw, tw - 1); ++t)
+    if (tw % t != 0) overhanging.push_back(t);
+  RegisterTile best;
+  std::vector<double> best_rank;
+  for (int64_t ocp : {1, 2, 4}) {
+    if (nblk % ocp != 0) continue;
+    for (int64_t t = 1; t <= std::min(max_tw, tw); ++t) {
+      RegisterTile tile{ocp, t};
+      if (tile.accumulators() > max_accumulators(target, ocp)) continue;
+      double used = double(tw) / double((tw + t - 1) / t * t);
+      std::vector<double> rank = {-tile_efficiency(target, tile) * used, -double(tile.accumulators()), -double(t)};
+      if (best_rank.empty() || rank < best_rank) best_rank = rank, best = tile;
+    }
+  }
+  int64_t twr = cfg.define_split("tile_tw", tw, 2, {(tw + best.scalars - 1) / best.scalars, best.scalars}, max_tw,
+                                 overhanging)[1];
   int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, best.vectors);
   while (nblk % ocp != 0) ocp /= 2;
   // The write-out: columns per tile, a whole vector of them where the width allows.
