@@ -35,6 +35,10 @@ struct CodeGenOptions {
   // else 128 (SSE, NEON). Masked memory intrinsics are emitted in pieces no wider than this
   // (codegen_memory.cc).
   int native_vector_bits = 128;
+  // The ISA has mask registers (AVX-512): a masked store costs what a plain one does. Without
+  // them (AVX2's vmaskmovps to memory, microcoded on AMD cores; NEON, where LLVM stores lane by
+  // lane) a store under a run-time mask first tests the mask: all lanes on, a plain store.
+  bool mask_registers = false;
 };
 
 class CodeGenLLVM {
@@ -100,6 +104,9 @@ class CodeGenLLVM {
   enum class MaskedOp { Load, Store, Gather, Scatter };
   llvm::Value* masked_access(MaskedOp op, llvm::Type* ty, llvm::Value* where, llvm::Value* value, llvm::Align align,
                              llvm::Value* mask, const std::string& name = "");
+  // A store under a run-time mask without mask registers: a plain store when every lane is on,
+  // else llvm.masked.store.
+  void store_unless_masked(llvm::Value* v, llvm::Value* at, llvm::Align align, llvm::Value* mask);
   // Lanes [begin, begin + count) of vector v.
   llvm::Value* lanes_of(llvm::Value* v, unsigned begin, unsigned count);
   // True if evaluating e could fault (a load not provably in bounds, an integer division by a

@@ -229,7 +229,8 @@ llvm::Value* CodeGenLLVM::masked_access(MaskedOp op, llvm::Type* ty, llvm::Value
         break;
       case MaskedOp::Store:
         if (all) builder_.CreateAlignedStore(v, at, align);
-        else builder_.CreateMaskedStore(v, at, align, m);
+        else if (options_.mask_registers || llvm::isa<llvm::Constant>(m)) builder_.CreateMaskedStore(v, at, align, m);
+        else store_unless_masked(v, at, align, m);
         break;
       case MaskedOp::Gather: parts.push_back(builder_.CreateMaskedGather(pty, at, align, m, zero, name)); break;
       case MaskedOp::Scatter: builder_.CreateMaskedScatter(v, at, align, m); break;
@@ -237,6 +238,27 @@ llvm::Value* CodeGenLLVM::masked_access(MaskedOp op, llvm::Type* ty, llvm::Value
   }
   if (!loads) return nullptr;
   return parts.size() == 1 ? parts[0] : llvm::concatenateVectors(builder_, parts);
+}
+
+// Only a row's last tile is partial, so the branch is predictable and nearly always takes the
+// plain store. Measured (1 thread, Zen 4, x86-64-v3 code): squeezenet1_1, whose convs' column
+// tiles overhang their rows (vectorized write-outs under a column mask), 8.75 -> 8.42 ms.
+void CodeGenLLVM::store_unless_masked(llvm::Value* v, llvm::Value* at, llvm::Align align, llvm::Value* mask) {
+  llvm::Function* fn = builder_.GetInsertBlock()->getParent();
+  const unsigned n = llvm::cast<llvm::FixedVectorType>(mask->getType())->getNumElements();
+  llvm::Value* bits = builder_.CreateBitCast(mask, builder_.getIntNTy(n));
+  llvm::Value* full = builder_.CreateICmpEQ(bits, llvm::Constant::getAllOnesValue(bits->getType()));
+  auto* plain = llvm::BasicBlock::Create(ctx_, "store.full", fn);
+  auto* masked = llvm::BasicBlock::Create(ctx_, "store.masked", fn);
+  auto* done = llvm::BasicBlock::Create(ctx_, "store.done", fn);
+  builder_.CreateCondBr(full, plain, masked);
+  builder_.SetInsertPoint(plain);
+  builder_.CreateAlignedStore(v, at, align);
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(masked);
+  builder_.CreateMaskedStore(v, at, align, mask);
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(done);
 }
 
 llvm::Value* CodeGenLLVM::lanes_of(llvm::Value* v, unsigned begin, unsigned count) {

@@ -45,6 +45,7 @@ class LLVMCompiledModule : public CompiledModule {
     const bool x86 = tm_->getTargetTriple().isX86();
     cg.prefer_512 = x86 && sti->checkFeatures("+avx512f");
     cg.native_vector_bits = cg.prefer_512 ? 512 : x86 && sti->checkFeatures("+avx") ? 256 : 128;
+    cg.mask_registers = cg.prefer_512;
     CodeGenLLVM codegen(module_.get(), cg);
     std::unordered_set<std::string> names;
     for (const ir::PrimFunc& f : funcs) {
