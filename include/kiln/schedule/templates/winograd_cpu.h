@@ -11,9 +11,10 @@
 // winograd_applies limits U to 4 MiB: layer4's 16 MiB measured 1.47 ms against 0.95 direct.
 //
 // Knobs, defaults in brackets:
-//   tile_tw    [TW/twr, twr]: tiles per register tile of the reduction (twr <= 14)
-//                                                             [largest divisor of TW <= 7]
-//   oc_blocks  1, 2 or 4 channel blocks per register tile (largest dividing)         [2]
+//   tile_tw    [TW/twr, twr]: tiles per register tile of the reduction (twr up to the register
+//              file less two; also widths that overhang TW, the last tile guarded)
+//                                 [the register model's, register_tile.h: see winograd_cpu.cc]
+//   oc_blocks  1, 2 or 4 channel blocks per register tile (largest dividing) [register model]
 //   tile_ow    [OW/owr, owr]: output columns per write-out tile (owr <= 16)
 //                                          [8 when it divides OW, else largest divisor <= 14]
 //   vec_out    1: vectorize the write-out over columns (owr 8 or 16)   [1 when owr is 8 or 16]
