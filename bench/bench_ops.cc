@@ -104,6 +104,7 @@ std::vector<Layer> layers() {
       conv_layer("resnet18 1x1 s2 256->512 @14", 256, 14, 512, 1, 2, 0),
       conv_layer("resnet18 3x3 512->512 @7", 512, 7, 512, 3, 1, 1),
       conv_layer("mobilenet_v2 1x1 32->192 @56", 32, 56, 192, 1, 1, 0),
+      conv_layer("mobilenet_v2 1x1 16->96 @112", 16, 112, 96, 1, 1, 0),
       conv_layer("mobilenet_v2 dw 3x3 144 @56", 144, 56, 144, 3, 1, 1, 144),
       conv_layer("mobilenet_v2 dw 3x3 s2 96 @112", 96, 112, 96, 3, 2, 1, 96),
       conv_layer("mobilenet_v2 dw 3x3 192 @28", 192, 28, 192, 3, 1, 1, 192),
