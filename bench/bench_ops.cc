@@ -119,6 +119,8 @@ std::vector<Layer> layers() {
   l.push_back({"bert_mini dense 128x256->1024", "nn.dense", {{128, 256}, {1024, 256}}, {}, 2.0 * 128 * 256 * 1024});
   l.push_back({"bert_mini matmul 1x128x256 x 256x256", "nn.matmul", {{1, 128, 256}, {256, 256}}, {},
                2.0 * 128 * 256 * 256});
+  for (int64_t n : {256, 512, 1024})
+    l.push_back({"sgemm " + std::to_string(n) + " (runtime A and B)", "nn.matmul", {{n, n}, {n, n}}, {}, 2.0 * n * n * n});
   l.push_back({"bert_mini attention 1x4x128x64 x 1x4x64x128", "nn.matmul", {{1, 4, 128, 64}, {1, 4, 64, 128}}, {},
                2.0 * 4 * 128 * 64 * 128});
   relay::Attrs mp;

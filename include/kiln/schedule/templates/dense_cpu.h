@@ -33,7 +33,8 @@
 //              [0: SGEMM 1024 on Zen 4, AVX2, 2 threads, B packed: 0.96-0.99 of OpenBLAS
 //              without chunks, 0.72-0.93 with chunks of 64, 128 or 256; the panel of K x nr
 //              stays in L2 up to K = 4096]
-//   order      0: rows outer (tasks are row tiles/strips); 1: column panels outer  [0]
+//   order      0: rows outer (tasks are row tiles/strips); 1: column panels outer
+//                                                                   [1 when B is packed]
 #pragma once
 
 #include "kiln/schedule/config.h"
