@@ -49,13 +49,16 @@ std::pair<double, double> median_seconds_per_call(const std::function<void()>& f
   return {median(tf), median(tg)};
 }
 
-// Page-aligned, as the graph executor places every activation (one arena, each storage on its
-// own page): the kernel's speed depends on where its operands lie relative to each other, and
-// with 64-byte alignment from separate allocations 512^3 ran 158-228 GFLOPS from one process to
-// the next (OpenBLAS 198-213); page-aligned, 220-225 in four runs of five.
-float* aligned_floats(size_t n) {
+// Each side's operands where it would find them: kiln's page-aligned, as the graph executor
+// places every activation (one arena, each storage on its own page); OpenBLAS's from ordinary
+// 64-byte aligned allocations, as a BLAS user's. Both libraries' speeds depend on where their
+// operands lie relative to each other: with kiln on 64-byte aligned buffers 512^3 ran 158-228
+// GFLOPS from one process to the next (page-aligned: 220-225 in four runs of five), and
+// OpenBLAS on page-aligned ones 151-200 (64-byte aligned: 198-213).
+float* aligned_floats(size_t n, size_t alignment) {
   void* p = nullptr;
-  if (posix_memalign(&p, 4096, (n * sizeof(float) + 4095) / 4096 * 4096) != 0) std::abort();
+  size_t bytes = (n * sizeof(float) + alignment - 1) / alignment * alignment;
+  if (posix_memalign(&p, alignment, bytes) != 0) std::abort();
   return static_cast<float*>(p);
 }
 
@@ -93,15 +96,16 @@ int main(int argc, char** argv) {
     auto mod = kiln::codegen::build(compiled.kernels, opts.target);
     kiln_kernel_fn kernel = mod.get_function(compiled.kernels.at(0).name);
     size_t elems = size_t(n) * n;
-    float *a = aligned_floats(elems), *b = aligned_floats(elems), *c = aligned_floats(elems), *r = aligned_floats(elems);
+    float *a = aligned_floats(elems, 4096), *b = aligned_floats(elems, 4096), *c = aligned_floats(elems, 4096);
+    float *ba = aligned_floats(elems, 64), *bb = aligned_floats(elems, 64), *r = aligned_floats(elems, 64);
     for (size_t i = 0; i < elems; ++i) {
-      a[i] = float((i * 7) % 13) / 13.f - 0.5f;
-      b[i] = float((i * 5) % 11) / 11.f - 0.5f;
+      a[i] = ba[i] = float((i * 7) % 13) / 13.f - 0.5f;
+      b[i] = bb[i] = float((i * 5) % 11) / 11.f - 0.5f;
     }
     void* args[] = {a, b, c};
     auto run_kiln = [&] { kernel(args, 3); };
     auto run_blas = [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.f, a, int(n), b, int(n), 0.f, r, int(n));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.f, ba, int(n), bb, int(n), 0.f, r, int(n));
     };
     run_kiln();
     run_blas();
@@ -112,7 +116,7 @@ int main(int argc, char** argv) {
     double gk = flops / tk * 1e-9, gb = flops / tb * 1e-9;
     std::printf("gemm %ldx%ldx%ld: kiln %.1f GFLOPS, openblas %.1f GFLOPS, ratio %.2f  (max |diff| %.2g)\n", long(n),
                 long(n), long(n), gk, gb, gk / gb, worst);
-    std::free(a); std::free(b); std::free(c); std::free(r);
+    for (float* p : {a, b, c, ba, bb, r}) std::free(p);
   }
   return 0;
 }
