@@ -11,8 +11,6 @@
 //      architecture's triple its cross driver, aarch64-linux-gnu-gcc)
 //   5. the linker's output is renamed over `path`, so a process that has the old file loaded (mapped)
 //      never sees it change under it.
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +28,7 @@
 #include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/version.h"
 #include "kiln/support/error.h"
+#include "kiln/support/subprocess.h"
 #include "llvm/llvm_util.h"
 
 #include <llvm/IR/Constants.h>
@@ -40,7 +39,6 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
-extern char** environ;
 
 namespace kiln::codegen {
 namespace {
@@ -88,32 +86,17 @@ std::string find_linker(const Target& target) {
 }
 
 std::string run_tool(const std::vector<std::string>& argv, const std::string& log_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int err = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) return "cannot start '" + argv[0] + "': " + std::strerror(err);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  std::ifstream log(log_path);
-  std::string output((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  if (output.size() > 4000) output = output.substr(0, 4000) + "\n...";
+  support::ProgramOutcome run = support::run_program(argv, log_path);
+  if (!run.start_error.empty()) return run.start_error;
+  if (run.ok()) return "";
+  const int status = run.status;
   std::ostringstream os;
   os << "'" << argv[0] << "' failed ("
      << (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : std::string("killed by a signal"))
      << "):\n"
-     << output;
+     << support::read_log(log_path);
   return os.str();
 }
-
 
 // A scratch directory removed with everything in it when the export ends, however it ends.
 struct TempDir {

@@ -1,8 +1,6 @@
 #include "external_runner.h"
 
 #include <elf.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,10 +15,10 @@
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/runtime/cpu_features.h"
 #include "kiln/support/error.h"
+#include "kiln/support/subprocess.h"
 #include "module_io.h"
 #include "npy.h"
 
-extern char** environ;
 
 namespace kiln::cli {
 namespace {
@@ -58,23 +56,11 @@ std::string read_text(const std::string& path) {
 // Runs argv with stdout and stderr into files; returns "" on exit status 0, else what went wrong
 // with the program's stderr.
 std::string spawn_wait(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int err = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) return "cannot start '" + argv[0] + "': " + std::strerror(err);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  std::string output = read_text(err_path);
-  if (output.size() > 4000) output = output.substr(0, 4000) + "\n...";
+  support::ProgramOutcome run = support::run_program(argv, out_path, err_path);
+  if (!run.start_error.empty()) return run.start_error;
+  if (run.ok()) return "";
+  const int status = run.status;
+  std::string output = support::read_log(err_path);
   while (!output.empty() && output.back() == '\n') output.pop_back();
   return (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
                             : "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
