@@ -5,19 +5,13 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "kiln/relay/printer.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
 
 namespace kiln::relay {
 
 namespace {
-
-// As the relay printer (printer.cc): names that could read as node numbers are quoted.
-std::string var_name(const std::string& name) {
-  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-  for (char c : name) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
-  return plain ? "%" + name : "%\"" + name + "\"";
-}
 
 class FusedPrinter {
  public:
@@ -28,7 +22,7 @@ class FusedPrinter {
     std::ostringstream os;
     os << "fn (";
     for (size_t i = 0; i < mod.params.size(); ++i) {
-      std::string n = var_name(mod.params[i].as<VarNode>()->name);
+      std::string n = var_text(mod.params[i].as<VarNode>()->name);
       os << (i ? ", " : "") << n << ": " << mod.params[i].type().str();
       names_[mod.params[i].get()] = n;
     }
@@ -55,7 +49,7 @@ class FusedPrinter {
       meta_.push_back(c->value);
       return names_[e.get()] = "meta[" + std::to_string(meta_.size() - 1) + "]";
     }
-    if (auto* v = e.as<VarNode>()) return names_[e.get()] = var_name(v->name);
+    if (auto* v = e.as<VarNode>()) return names_[e.get()] = var_text(v->name);
     KILN_CHECK(false) << kind_name(e.kind()) << " printed before its definition";
     return "";
   }

@@ -12,13 +12,6 @@ namespace kiln::relay {
 
 namespace {
 
-// Names that could read as node numbers (%0) or that hold odd characters are quoted.
-std::string var_name(const std::string& name) {
-  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-  for (char c : name) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
-  return plain ? "%" + name : "%\"" + name + "\"";
-}
-
 // Scalars read best inline, with a dtype suffix so "2i64" and "2f" are told apart.
 std::string scalar_str(const HostTensor& t) {
   DataType d = t.dtype();
@@ -44,8 +37,8 @@ class Printer {
     for (size_t i = 0; i < params.size(); ++i) {
       const auto* v = params[i].as<VarNode>();
       KILN_CHECK(v != nullptr) << "function param is not a Var";
-      os << (i ? ", " : "") << var_name(v->name) << ": " << params[i].type().str();
-      names_[params[i].get()] = var_name(v->name);
+      os << (i ? ", " : "") << var_text(v->name) << ": " << params[i].type().str();
+      names_[params[i].get()] = var_text(v->name);
     }
     os << ") -> " << body.type().str() << " {\n";
     for (const Expr& e : post_order({body})) line(os, e);
@@ -70,7 +63,7 @@ class Printer {
       names_[e.get()] = s;
       return s;
     }
-    if (auto* v = e.as<VarNode>()) return names_[e.get()] = var_name(v->name);  // a free Var
+    if (auto* v = e.as<VarNode>()) return names_[e.get()] = var_text(v->name);  // a free Var
     KILN_CHECK(false) << kind_name(e.kind()) << " printed before its definition";
     return "";
   }
@@ -118,6 +111,12 @@ std::string to_string(const Expr& e, const PrintOptions& opts) {
   for (const Expr& n : post_order({e}))
     if (n.as<VarNode>()) params.push_back(n);
   return Printer(opts).print(params, e, nullptr);
+}
+
+std::string var_text(const std::string& name) {
+  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (char c : name) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+  return plain ? "%" + name : "%\"" + name + "\"";
 }
 
 std::ostream& operator<<(std::ostream& os, const Module& m) { return os << to_string(m); }

@@ -29,5 +29,8 @@ std::string to_string(const Module& m, const PrintOptions& opts = {});
 // One expression and everything it reads, as the body of an anonymous function.
 std::string to_string(const Expr& e, const PrintOptions& opts = {});
 std::ostream& operator<<(std::ostream& os, const Module& m);
+// How the printers write a Var named `name`: %name, quoted where it could read as a node number
+// or holds odd characters (%"0", %"x:0").
+std::string var_text(const std::string& name);
 
 }  // namespace kiln::relay
