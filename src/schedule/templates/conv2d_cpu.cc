@@ -49,19 +49,13 @@ double transposed_tile_cycles(const Target& target, int64_t lanes, int64_t reduc
 ConvTileChoice default_conv_tile(const Target& target, int64_t nblk, int64_t co, int64_t oh, int64_t ow,
                                  int64_t max_owr, int64_t max_ohr, int64_t reduce,
                                  const std::vector<int64_t>& overhanging) {
-  auto best_of = [&](bool exact) {
+  auto best_of = [&](const std::vector<int64_t>& widths) {
     ConvTileChoice best;
     std::vector<double> best_rank;
     for (int64_t ocp : {1, 2, 4}) {
       if (nblk % ocp != 0) continue;
       for (int64_t ohr = 1; ohr <= (oh > 0 ? max_ohr : 1); ++ohr) {
         if (oh > 0 && oh % ohr != 0) continue;
-        std::vector<int64_t> widths = overhanging;
-        if (exact) {
-          widths.clear();
-          for (int64_t owr = 1; owr <= max_owr; ++owr)
-            if (ow % owr == 0) widths.push_back(owr);
-        }
         for (int64_t owr : widths) {
           RegisterTile t{ocp, ohr * owr};
           std::vector<double> model = tile_rank(target, t);
@@ -73,9 +67,12 @@ ConvTileChoice default_conv_tile(const Target& target, int64_t nblk, int64_t co,
     }
     return best;
   };
-  ConvTileChoice exact = best_of(true);
+  std::vector<int64_t> divisors;
+  for (int64_t owr = 1; owr <= max_owr; ++owr)
+    if (ow % owr == 0) divisors.push_back(owr);
+  ConvTileChoice exact = best_of(divisors);
   if (reduce <= 0 || overhanging.empty() || vectorized_write_out(exact.owr, co)) return exact;
-  ConvTileChoice over = best_of(false);
+  ConvTileChoice over = best_of(overhanging);
   return transposed_tile_cycles(target, co, reduce, ow, over, true) <
                  transposed_tile_cycles(target, co, reduce, ow, exact, false)
              ? over

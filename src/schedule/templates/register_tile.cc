@@ -2,10 +2,6 @@
 #include "kiln/schedule/templates/register_tile.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <tuple>
-
-#include "kiln/support/error.h"
 
 namespace kiln::schedule {
 
@@ -33,13 +29,6 @@ std::vector<double> tile_rank(const Target& target, const RegisterTile& t) {
   // Highest efficiency; then the most broadcasts per loaded vector (the vectors, weights, come
   // from farther caches than the broadcast inputs); then the most accumulators.
   return {-tile_efficiency(target, t), -double(t.scalars), -double(t.accumulators())};
-}
-
-RegisterTile choose_register_tile(const Target& target, const std::vector<RegisterTile>& candidates) {
-  KILN_CHECK(!candidates.empty()) << "choose_register_tile: no candidates";
-  return *std::min_element(candidates.begin(), candidates.end(), [&](const RegisterTile& a, const RegisterTile& b) {
-    return tile_rank(target, a) < tile_rank(target, b);
-  });
 }
 
 }  // namespace kiln::schedule

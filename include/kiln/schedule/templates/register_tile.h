@@ -37,12 +37,9 @@ double tile_efficiency(const Target& target, const RegisterTile& t);
 // default with more registers than the file (17 to 19) 2-3x slower from spills.
 int64_t max_accumulators(const Target& target, int64_t vectors);
 
-// The order choose_register_tile ranks a tile by (smaller is better): tiles over
+// The order a template ranks a tile by (smaller is better): tiles over
 // max_accumulators last; then the highest efficiency, the most broadcasts per loaded vector (a
 // conv's weights come from farther caches than its inputs), the most accumulators.
 std::vector<double> tile_rank(const Target& target, const RegisterTile& t);
-
-// The best of `candidates` on the target by tile_rank; the first of equals. Not empty.
-RegisterTile choose_register_tile(const Target& target, const std::vector<RegisterTile>& candidates);
 
 }  // namespace kiln::schedule
