@@ -86,9 +86,30 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   m = stage("simplify", simplify(m));
   m = stage("eliminate_common_subexpr", eliminate_common_subexpr(m));
   m = stage("remove_dead", remove_dead(m));
-  // Off by default (CompileOptions::alter_layout): the library's convs are NCHW kernels reading
-  // prepacked weights; nn.conv2d_NCHWc has only a plain direct lowering so far.
-  if (options.alter_layout) m = stage("alter_layout", alter_layout(m));
+  // 2-d convs in the blocked NCHW[x]c layout, x the target's float lanes, except those the
+  // target's strategy computes better in NCHW (Winograd); kept only where the layout transforms
+  // at the blocked regions' borders move fewer elements than the blocked convs write. Measured
+  // (1 thread, Zen 4 AVX-512; transformed / blocked elements: NCHW -> blocked ms): mobilenet_v2
+  // (0.03) 9.2 -> 6.9, resnet50 (0.36) 74 -> 66, efficientnet_b0 (0.69) 14.7 -> 13.4;
+  // resnet18 (1.45) 25.2 -> 24.9, squeezenet1_1 (1.67) 6.7 -> 7.1, shufflenet_v2 (1.67) 4.2 ->
+  // 4.3, convnext_tiny (2.04) 95.7 -> 92.6, densenet121 (2.83) 59 -> 81.
+  std::string layout_note;
+  if (options.alter_layout) {
+    AlterLayoutOptions lo;
+    lo.max_block = options.target.lanes(32);
+    const lower::StrategyOptions so = options.strategy_options();
+    lo.keep_plain = [&](const CallNode& c) { return lower::conv_stays_nchw(c, options.target, so); };
+    Module blocked = alter_layout(m, lo);
+    LayoutTraffic t = layout_traffic(blocked);
+    if (t.blocked > 0 && t.transformed <= t.blocked) {
+      m = stage("alter_layout", blocked);
+      layout_note = "alter_layout: convs in blocked NCHW[x]c layout (transforms move " + std::to_string(t.transformed) +
+                    " elements, blocked convs write " + std::to_string(t.blocked) + ")";
+    } else if (t.blocked > 0) {
+      layout_note = "alter_layout: convs kept in NCHW (transforms would move " + std::to_string(t.transformed) +
+                    " elements, more than the " + std::to_string(t.blocked) + " blocked convs write)";
+    }
+  }
 
   FusedProgram out;
   out.target = options.target;
@@ -98,6 +119,7 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   check_lowerings(out.fused);
   // Lowering starts: constant weights packed into the layouts the target's kernels read.
   out.prepacked = lower::prepack_weights(&out.fused, out.target, out.strategy_options);
+  if (!layout_note.empty()) out.notes.push_back(layout_note);
   return out;
 }
 
@@ -106,6 +128,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   CompiledModel out;
   out.notes.push_back("target: " + options.target.summary());
   FusedProgram program = fuse_model(module, options);
+  out.notes.insert(out.notes.end(), program.notes.begin(), program.notes.end());
   relay::FusedModule& fused = program.fused;
   relay::MemoryPlan memory = relay::plan_memory(fused);
   if (dump.wants("plan_memory")) dump("graph", "plan_memory", memory.str());

@@ -35,8 +35,10 @@ struct CompileOptions {
   std::ostream* dump_to = nullptr;
   // Where tuned knobs come from (a tuning log: autotune::LogSchedules); null: default schedules.
   lower::ScheduleChooser* schedules = nullptr;
-  // Blocked NCHW[x]c convolutions (relay::alter_layout); off until the op library lowers them.
-  bool alter_layout = false;
+  // 2-d convolutions (and the elementwise ops between them) in the blocked NCHW[x]c layout of
+  // the target's vector register (relay::alter_layout), except the ones its strategy computes
+  // better in NCHW; false: every conv in NCHW.
+  bool alter_layout = true;
   // 3x3 stride-1 convolutions with a constant weight computed as Winograd F(2x2, 3x3) where the
   // target's strategy finds it pays (te/ops/nn_winograd.h: fewer multiplies, slightly
   // different rounding); false: all direct.
@@ -62,6 +64,7 @@ struct FusedProgram {
   lower::PrepackedWeights prepacked;  // keyed by calls of `fused`
   Target target;
   lower::StrategyOptions strategy_options;
+  std::vector<std::string> notes;  // graph-level decisions worth telling the user
 };
 FusedProgram fuse_model(const relay::Module& module, const CompileOptions& options = CompileOptions());
 

@@ -70,6 +70,9 @@ void register_convs() {
 
 void register_blocked_conv() {
   set_single("nn.conv2d_NCHWc", [](const Inputs& in, const Attrs& a) { return conv2d_nchwc(in[0], in[1], conv_attrs(a, false)); });
+  set_single("nn.depthwise_conv2d_NCHWc", [](const Inputs& in, const Attrs& a) {
+    return depthwise_conv2d_nchwc(in[0], in[1], conv_attrs(a, false));
+  });
 }
 
 void register_pools() {

@@ -20,6 +20,7 @@ OpFamily family_of(const relay::FusedGroup& group) {
   auto starts = [&](const char* p) { return op.rfind(p, 0) == 0; };
   auto ends = [&](const char* s) { return op.size() >= std::string(s).size() && op.compare(op.size() - std::string(s).size(), std::string::npos, s) == 0; };
   if (op == "nn.conv2d_NCHWc") return OpFamily::kConvBlocked;
+  if (op == "nn.depthwise_conv2d_NCHWc") return OpFamily::kDepthwiseBlocked;
   if (starts("nn.conv") && ends("_transpose")) return OpFamily::kConvTranspose;
   if (op == "nn.conv1d" || op == "nn.conv2d" || op == "nn.conv3d") return OpFamily::kConv;
   if (op == "nn.dense") return OpFamily::kDense;
@@ -59,6 +60,11 @@ Strategy select_strategy(const relay::FusedGroup& group, const Target& target, c
   KILN_USER_CHECK(it != t.end()) << "no code generation strategy for target kind '" << kind_name(target.kind)
                                  << "' (group " << group.label() << ")";
   return it->second(group, target, options);
+}
+
+bool conv_stays_nchw(const relay::CallNode& call, const Target& target, const StrategyOptions& options) {
+  if (target.kind != TargetKind::kLLVM) return true;
+  return detail::cpu_conv_stays_nchw(call, target, options);
 }
 
 }  // namespace kiln::lower

@@ -200,12 +200,21 @@ Strategy group_template(const char* name, void (*tmpl)(schedule::Schedule&, cons
 
 }  // namespace
 
+bool cpu_conv_stays_nchw(const relay::CallNode& call, const Target& t, const StrategyOptions& o) {
+  // The blocked kernels sum in the data type: float16 convs keep NCHW's float32 sums.
+  if (tensor_type(call.type).dtype != relay::DataType::f32()) return true;
+  const ConvNdAttrs a = conv_attrs(call.attrs, false);
+  const int64_t oc = tensor_type(call.type).shape[1];
+  return o.winograd && winograd_pays(call, a, te::ops::conv_channel_block(oc, a.groups, t.lanes(32)));
+}
+
 void add_cpu_strategies(StrategyTable* table) {
   auto add = [&](OpFamily f, StrategyFn fn) { (*table)[{TargetKind::kLLVM, f}] = std::move(fn); };
   auto fixed = [](Strategy s) { return [s](const FusedGroup&, const Target&, const StrategyOptions&) { return s; }; };
   add(OpFamily::kConv, conv);
   add(OpFamily::kDense, dense);
   add(OpFamily::kConvBlocked, fixed(anchored("conv_nchwc", schedule::schedule_conv_nchwc_cpu)));
+  add(OpFamily::kDepthwiseBlocked, fixed(anchored("depthwise_nchwc", schedule::schedule_depthwise_nchwc_cpu)));
   add(OpFamily::kMatmul, matmul);
   add(OpFamily::kPool, fixed(anchored("pool", schedule::schedule_pool_cpu)));
   add(OpFamily::kGlobalPool, global_pool);

@@ -16,6 +16,7 @@ enum class OpFamily {
   kConv,           // nn.conv1d/2d/3d (plain, grouped or depthwise)
   kConvTranspose,  // nn.conv*_transpose
   kConvBlocked,    // nn.conv2d_NCHWc (relay::alter_layout)
+  kDepthwiseBlocked,  // nn.depthwise_conv2d_NCHWc (relay::alter_layout)
   kDense,          // nn.dense
   kMatmul,         // nn.matmul
   kPool,           // nn.max/avg/lp_pool*
@@ -32,5 +33,8 @@ using StrategyFn = std::function<Strategy(const relay::FusedGroup& group, const 
 using StrategyTable = std::map<std::pair<TargetKind, OpFamily>, StrategyFn>;
 
 void add_cpu_strategies(StrategyTable* table);
+
+// conv_stays_nchw on an llvm target.
+bool cpu_conv_stays_nchw(const relay::CallNode& call, const Target& target, const StrategyOptions& options);
 
 }  // namespace kiln::lower::detail

@@ -62,6 +62,27 @@ std::vector<double> conv_nchwc_ref(const std::vector<double>& x, const Shape& xs
   return y;
 }
 
+// Blocked depthwise conv (channel multiplier 1), dilation 1, symmetric padding.
+std::vector<double> depthwise_nchwc_ref(const std::vector<double>& x, const Shape& xs, const std::vector<double>& w,
+                                        const Shape& ws, const Shape& ys, int64_t pad, int64_t stride) {
+  int64_t b = xs[4];
+  std::vector<double> y(num_elements(ys), 0.0);
+  for (int64_t cb = 0; cb < ys[1]; ++cb)
+    for (int64_t i = 0; i < ys[2]; ++i)
+      for (int64_t j = 0; j < ys[3]; ++j)
+        for (int64_t c = 0; c < b; ++c) {
+          double acc = 0;
+          for (int64_t ki = 0; ki < ws[1]; ++ki)
+            for (int64_t kj = 0; kj < ws[2]; ++kj) {
+              int64_t ii = i * stride + ki - pad, jj = j * stride + kj - pad;
+              if (ii < 0 || ii >= xs[2] || jj < 0 || jj >= xs[3]) continue;
+              acc += x[((cb * xs[2] + ii) * xs[3] + jj) * b + c] * w[((cb * ws[1] + ki) * ws[2] + kj) * b + c];
+            }
+          y[((cb * ys[2] + i) * ys[3] + j) * b + c] = acc;
+        }
+  return y;
+}
+
 // Values of a module's single output: convs, transforms and softmax by the loops above, everything
 // else by the reference evaluator (which rounds to float32: the two graphs sum in different
 // orders, so results agree to float32 precision; a packing mistake is off by O(1)).
@@ -77,10 +98,27 @@ std::vector<double> run(const Module& m, const std::vector<double>& input) {
     const Shape& ys = c->type.as<TensorTypeNode>()->shape;
     std::vector<double> y;
     int64_t pad = c->attrs.has("padding") ? c->attrs.get_ints("padding")[0] : 0;
-    if (c->op_name() == "nn.conv2d") {
+    if (c->op_name() == "nn.conv2d" && c->attrs.get_int("groups") == 1 && c->attrs.get_ints("strides")[0] == 1) {
       y = conv_nchw_ref(args[0].to_doubles(), args[0].shape(), args[1].to_doubles(), args[1].shape(), pad);
     } else if (c->op_name() == "nn.conv2d_NCHWc") {
       y = conv_nchwc_ref(args[0].to_doubles(), args[0].shape(), args[1].to_doubles(), args[1].shape(), ys, pad);
+    } else if (c->op_name() == "nn.conv2d" && c->attrs.get_int("groups") == ys[1]) {
+      // NCHW is the blocked layout with blocks of one channel.
+      const Shape& xs = args[0].shape();
+      const Shape& ws = args[1].shape();
+      y = depthwise_nchwc_ref(args[0].to_doubles(), {xs[0], xs[1], xs[2], xs[3], 1}, args[1].to_doubles(),
+                              {ws[0], ws[2], ws[3], 1}, {ys[0], ys[1], ys[2], ys[3], 1}, pad,
+                              c->attrs.get_ints("strides")[0]);
+    } else if (c->op_name() == "nn.depthwise_conv2d_NCHWc") {
+      y = depthwise_nchwc_ref(args[0].to_doubles(), args[0].shape(), args[1].to_doubles(), args[1].shape(), ys, pad,
+                              c->attrs.get_ints("strides")[0]);
+    } else if (c->op_name() == "concatenate") {
+      // Of one image on axis 1, in NCHW or NCHW[x]c alike: the operands one after another.
+      REQUIRE((ys[0] == 1 && c->attrs.get_int("axis") == 1));
+      for (const HostTensor& t : args) {
+        std::vector<double> part = t.to_doubles();
+        y.insert(y.end(), part.begin(), part.end());
+      }
     } else if (c->op_name() == "nn.bias_add") {
       REQUIRE(c->attrs.get_int("axis") == 1);
       y = args[0].to_doubles();
@@ -179,10 +217,38 @@ TEST_CASE("alter_layout: block sizes differ per tensor; plain readers get one tr
   for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * (1 + std::fabs(want[i])));
 }
 
+TEST_CASE("alter_layout: depthwise convs and channel concatenations stay blocked", "[graph][alter_layout]") {
+  relay::Expr x = var("x", {1, 8, 7, 7});
+  relay::Expr c1 = call("nn.relu", {call("nn.conv2d", {x, cst({16, 8, 1, 1}, wave(128, 0.3, 0))}, conv_attrs(0))});
+  relay::Expr dw = call("nn.conv2d", {c1, cst({16, 1, 3, 3}, wave(144, 0.5, 1))},
+                        conv_attrs().set_int("groups", 16).set_ints("strides", {2, 2}));
+  relay::Expr c2 = call("nn.conv2d", {dw, cst({8, 16, 1, 1}, wave(128, 0.2, 2))}, conv_attrs(0));
+  relay::Expr y = call("concatenate", {dw, c2}, Attrs().set_int("axis", 1));
+  Module m = Module::make({x}, {y}, {"y"});
+  Module a = alter_layout(m, AlterLayoutOptions{8});
+  verify(a);
+  std::string text = to_string(a, PrintOptions{false, false});
+  CHECK(text.find("nn.depthwise_conv2d_NCHWc(%2, meta[1], data_layout=\"NCHW8c\", dilation=[1,1], groups=16, "
+                  "out_layout=\"NCHW8c\", padding=[1,1,1,1], strides=[2,2]) : float32[1,2,4,4,8]") != std::string::npos);
+  CHECK(text.find("concatenate(%3, %4, axis=1) : float32[1,3,4,4,8]") != std::string::npos);
+  size_t transforms = 0;
+  for (size_t at = text.find("layout_transform("); at != std::string::npos; at = text.find("layout_transform(", at + 1))
+    ++transforms;
+  CHECK(transforms == 2);  // x in, the concatenation out
+  LayoutTraffic t = layout_traffic(a);
+  CHECK(t.transformed == 8 * 49 + 24 * 16);
+  CHECK(t.blocked == 16 * 49 + 16 * 16 + 8 * 16);
+  std::vector<double> in = wave(8 * 49, 1, 0.5);
+  std::vector<double> want = run(m, in), got = run(a, in);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * (1 + std::fabs(want[i])));
+}
+
 TEST_CASE("alter_layout: convs it cannot block are left alone", "[graph][alter_layout]") {
-  relay::Expr x = var("x", {1, 4, 5, 5}), w2 = var("w2", {8, 4, 1, 1});
-  relay::Expr dw = call("nn.conv2d", {x, cst({4, 1, 3, 3}, wave(36, 1, 0))}, conv_attrs().set_int("groups", 4));
-  relay::Expr y = call("nn.conv2d", {dw, w2}, conv_attrs(0));  // a weight known only at run time
+  relay::Expr x = var("x", {1, 4, 5, 5}), w2 = var("w2", {8, 8, 1, 1});
+  // A depthwise conv with channel multiplier 2, and one whose weight is known only at run time.
+  relay::Expr dw = call("nn.conv2d", {x, cst({8, 1, 3, 3}, wave(72, 1, 0))}, conv_attrs().set_int("groups", 4));
+  relay::Expr y = call("nn.conv2d", {dw, w2}, conv_attrs(0));
   Module m = Module::make({x, w2}, {y}, {"y"});
   Module a = alter_layout(m);
   CHECK(a.body.same_as(m.body));
@@ -196,7 +262,7 @@ TEST_CASE("compile with alter_layout: blocked kernels run and match the NCHW ref
   relay::Expr y = call("nn.relu", {call("add", {c2, r1})});
   Module m = Module::make({x}, {y}, {"y"});
   kiln::CompileOptions opts;
-  opts.alter_layout = true;
+  opts.winograd = false;  // 3x3 stride-1 convs Winograd computes stay NCHW
   kiln::CompiledModel c = kiln::compile(m, opts);
   std::vector<std::string> labels;
   for (const auto& n : c.plan.nodes) labels.push_back(n.label);
@@ -207,4 +273,40 @@ TEST_CASE("compile with alter_layout: blocked kernels run and match the NCHW ref
   std::vector<double> want = run(m, in);
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+}
+
+TEST_CASE("compile: blocked depthwise convs and concatenations run and match the NCHW reference",
+          "[graph][alter_layout]") {
+  relay::Expr x = var("x", {1, 8, 9, 9});
+  relay::Expr c1 = call("nn.relu", {call("nn.conv2d", {x, cst({32, 8, 1, 1}, wave(256, 0.3, 0))}, conv_attrs(0))});
+  relay::Expr d1 = call("nn.conv2d", {c1, cst({32, 1, 3, 3}, wave(288, 0.5, 1))}, conv_attrs().set_int("groups", 32));
+  relay::Expr d2 = call("nn.conv2d", {d1, cst({32, 1, 5, 5}, wave(800, 0.2, 3))},
+                        conv_attrs(2).set_int("groups", 32).set_ints("strides", {2, 2}));
+  relay::Expr c2 = call("nn.conv2d", {d2, cst({32, 32, 1, 1}, wave(1024, 0.1, 2))}, conv_attrs(0));
+  relay::Expr y = call("concatenate", {d2, c2}, Attrs().set_int("axis", 1));
+  Module m = Module::make({x}, {y}, {"y"});
+  kiln::CompiledModel c = kiln::compile(m, kiln::CompileOptions());
+  size_t depthwise = 0;
+  for (const auto& n : c.plan.nodes) depthwise += n.label.rfind("nn.depthwise_conv2d_NCHWc", 0) == 0;
+  CHECK(depthwise == 2);
+  std::vector<double> in = wave(8 * 81, 1, 0.5);
+  auto got = run_plan(c, {{"x", HostTensor::from_doubles(DataType::f32(), {1, 8, 9, 9}, in)}}).at("y").to_doubles();
+  std::vector<double> want = run(m, in);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+}
+
+TEST_CASE("compile keeps NCHW where the layout transforms would move more than the blocked convs write",
+          "[graph][alter_layout]") {
+  relay::Expr x = var("x", {1, 16, 6, 6});
+  relay::Expr c1 = call("nn.conv2d", {x, cst({16, 16, 1, 1}, wave(256, 0.3, 0))}, conv_attrs(0));
+  relay::Expr y = call("nn.softmax", {c1}, Attrs().set_int("axis", 3));  // read in NCHW
+  Module m = Module::make({x}, {y}, {"y"});
+  kiln::CompiledModel c = kiln::compile(m, kiln::CompileOptions());
+  std::vector<std::string> labels;
+  for (const auto& n : c.plan.nodes) labels.push_back(n.label);
+  CHECK(labels == std::vector<std::string>{"nn.conv2d", "nn.softmax"});
+  bool told = false;
+  for (const std::string& note : c.notes) told = told || note.find("convs kept in NCHW") != std::string::npos;
+  CHECK(told);
 }

@@ -58,4 +58,9 @@ struct Strategy {
 // The strategy for `group` on `target`. kiln::Error for a target kind without a strategy table.
 Strategy select_strategy(const relay::FusedGroup& group, const Target& target, const StrategyOptions& options = {});
 
+// The graph-level layout choice for relay::alter_layout: whether the 2-d conv `call` (NCHW)
+// stays in NCHW on `target` because its strategy there computes it better than the blocked
+// NCHW[x]c conv does (on CPUs: Winograd). True for targets without blocked kernels.
+bool conv_stays_nchw(const relay::CallNode& call, const Target& target, const StrategyOptions& options = {});
+
 }  // namespace kiln::lower

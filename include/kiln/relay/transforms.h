@@ -42,6 +42,7 @@ Module fold_batch_norm(const Module& m);
 // ---- The graph compiler's passes: dead code, layouts, fusion, memory (issue 3) ---------------
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -62,16 +63,27 @@ struct AlterLayoutOptions {
   // Largest channel block (x in NCHW[x]c); each tensor gets the largest divisor of its channel
   // count that is at most this.
   int64_t max_block = 16;
+  // Convolutions this says to leave in NCHW (the target computes them better there, as
+  // Winograd); none when empty.
+  std::function<bool(const CallNode&)> keep_plain;
 };
 
 // Rewrites 2-d convolutions (groups == 1, constant weight) from NCHW to blocked NCHW[x]c as
-// nn.conv2d_NCHWc on data [N, C/x, H, W, x] and a weight pre-packed to [O/y, C/x, KH, KW, x, y].
+// nn.conv2d_NCHWc on data [N, C/x, H, W, x] and a weight pre-packed to [O/y, C/x, KH, KW, x, y],
+// and depthwise ones (groups == C == OC) as nn.depthwise_conv2d_NCHWc with a weight [C/x, KH,
+// KW, x] (x the producer's block when it divides C).
 // Elementwise ops, and broadcast ops whose other operands are per-channel or scalar constants
 // (repacked) or blocked alike, stay in the blocked layout; everything else gets NCHW back through
 // layout_transform. Transforms are made only where a consumer needs another layout, so adjacent
 // blocked ops exchange blocked tensors directly (no transform pairs to clean up). The two ops are
 // registered with all others (src/relay/op/layout.cc; attrs: see their attrs_doc).
 Module alter_layout(const Module& m, const AlterLayoutOptions& options = AlterLayoutOptions());
+
+// Elements written by a module's layout_transform calls and by its blocked convolutions.
+struct LayoutTraffic {
+  int64_t transformed = 0, blocked = 0;
+};
+LayoutTraffic layout_traffic(const Module& m);
 
 // A value crossing kernel boundaries: (node, field). Get-items resolve to the field of their
 // tuple-typed producer, so two get-items of one field are one value.

@@ -1,4 +1,5 @@
-// The ops of blocked layouts, made by alter_layout: layout_transform and nn.conv2d_NCHWc.
+// The ops of blocked layouts, made by alter_layout: layout_transform, nn.conv2d_NCHWc and
+// nn.depthwise_conv2d_NCHWc.
 #include "kiln/support/error.h"
 #include "op_families.h"
 #include "op_util.h"
@@ -41,6 +42,19 @@ Type layout_transform_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(x->dtype, in_layout(n, dst));
 }
 
+// Output spatial dims of a 2-d window over the NCHW shape n, weight spatial dims at w[k0], w[k0+1].
+void window_out(const Shape& n, const Shape& w, size_t k0, const Attrs& attrs, Shape* out) {
+  const auto& st = attrs.get_ints("strides");
+  const auto& pad = attrs.get_ints("padding");
+  const auto& dil = attrs.get_ints("dilation");
+  KILN_USER_CHECK(st.size() == 2 && pad.size() == 4 && dil.size() == 2) << "strides, padding, dilation must be 2, 4, 2 ints";
+  for (int i = 0; i < 2; ++i) {
+    int64_t padded = n[2 + i] + pad[i] + pad[2 + i], ext = dil[i] * (w[k0 + i] - 1) + 1;
+    KILN_USER_CHECK(st[i] >= 1 && padded >= ext) << "kernel larger than the padded input on spatial axis " << i;
+    (*out)[2 + i] = (padded - ext) / st[i] + 1;
+  }
+}
+
 Type conv2d_nchwc_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto* x = args[0].as<TensorTypeNode>();
   const auto* w = args[1].as<TensorTypeNode>();
@@ -53,22 +67,33 @@ Type conv2d_nchwc_rel(const std::vector<Type>& args, const Attrs& attrs) {
       << "weight " << shape_str(w->shape) << " is not [O/" << ob << ", " << n[1] / ib << ", KH, KW, " << ib << ", "
       << ob << "]";
   KILN_USER_CHECK(attrs.get_int("groups") == 1) << "only groups=1 is blocked";
-  const auto& st = attrs.get_ints("strides");
-  const auto& pad = attrs.get_ints("padding");
-  const auto& dil = attrs.get_ints("dilation");
-  KILN_USER_CHECK(st.size() == 2 && pad.size() == 4 && dil.size() == 2) << "strides, padding, dilation must be 2, 4, 2 ints";
   Shape out = {n[0], w->shape[0], 0, 0, ob};
-  for (int i = 0; i < 2; ++i) {
-    int64_t padded = n[2 + i] + pad[i] + pad[2 + i], ext = dil[i] * (w->shape[2 + i] - 1) + 1;
-    KILN_USER_CHECK(st[i] >= 1 && padded >= ext) << "kernel larger than the padded input on spatial axis " << i;
-    out[2 + i] = (padded - ext) / st[i] + 1;
-  }
+  window_out(n, w->shape, 2, attrs, &out);
+  return tensor_type(x->dtype, out);
+}
+
+Type depthwise_conv2d_nchwc_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto* x = args[0].as<TensorTypeNode>();
+  const auto* w = args[1].as<TensorTypeNode>();
+  KILN_USER_CHECK(x && w) << "data and weight must be tensors";
+  KILN_USER_CHECK(x->dtype == w->dtype && x->dtype.is_floating()) << "data and weight must share a float dtype";
+  int64_t b = parse_layout(attrs.get_str("data_layout"));
+  KILN_USER_CHECK(b > 0 && parse_layout(attrs.get_str("out_layout")) == b) << "data_layout and out_layout must be one blocked layout";
+  Shape n = nchw_of(x->shape, b, "data");
+  KILN_USER_CHECK(w->rank() == 4 && w->shape[0] * b == n[1] && w->shape[3] == b)
+      << "weight " << shape_str(w->shape) << " is not [" << n[1] / b << ", KH, KW, " << b << "]";
+  KILN_USER_CHECK(attrs.get_int("groups") == n[1]) << "groups must equal the channels (" << n[1] << ")";
+  Shape out = {n[0], x->shape[1], 0, 0, b};
+  window_out(n, w->shape, 1, attrs, &out);
   return tensor_type(x->dtype, out);
 }
 
 }  // namespace
 
 void register_layout_ops() {
+  register_op("nn.depthwise_conv2d_NCHWc", 2, 2, OpPattern::OutElementwiseFusable, depthwise_conv2d_nchwc_rel,
+              "depthwise conv(data [N, C/b, H, W, b], weight [C/b, KH, KW, b]) -> [N, C/b, OH, OW, b]: strides, "
+              "padding, dilation as nn.conv2d_NCHWc, groups (C), data_layout and out_layout (\"NCHW<b>c\")");
   register_op("layout_transform", 1, 1, OpPattern::Injective, layout_transform_rel,
               "src_layout, dst_layout (str: \"NCHW\" or \"NCHW<x>c\", data [N, C/x, H, W, x])");
   register_op("nn.conv2d_NCHWc", 2, 2, OpPattern::OutElementwiseFusable, conv2d_nchwc_rel,

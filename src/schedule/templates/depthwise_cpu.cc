@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
 
 namespace kiln::schedule {
@@ -154,6 +155,50 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
     int64_t at = cfg.define_knob("pad_at", {0, 1, 2}, 0);
     place_pad(s, pad, out, at == 2 ? order[order.size() - (d >= 2 ? 4 : 2)] : plane, at == 1, lanes);
   }
+}
+
+void schedule_depthwise_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                                  Config& cfg) {
+  KILN_CHECK(conv.ndim() == 5 && tiled.shape() == conv.shape()) << "schedule_depthwise_nchwc_cpu: not a blocked conv";
+  te::Tensor pad = input_with_suffix(conv, te::ops::kPadSuffix);
+  const int64_t oh = conv.shape()[2], ow = conv.shape()[3];
+  // A tile is nv pixels x ohr rows of one channel block, one accumulator each: every tap loads
+  // the block's weight vector once for the whole tile and one input vector per pixel.
+  const int64_t budget = tile_budget(target, false, false), cap = tile_budget(target, false, true);
+  int64_t pv = largest_divisor(ow, budget);
+  int64_t nv = cfg.define_split("tile_ow", ow, 2, {ow / pv, pv}, cap)[1];
+  int64_t pr = largest_divisor(oh, std::max<int64_t>(1, budget / nv));
+  int64_t ohr = cfg.define_split("tile_oh", oh, 2, {oh / pr, pr}, cap)[1];
+
+  te::Tensor core = conv;
+  if (conv.same_as(tiled)) {
+    core = s.cache_write(conv, "local");
+  } else {
+    s[conv].set_scope("local");
+  }
+  Stage out = s[tiled];
+  auto ax = out.op_axis();  // n, block, oh, ow, lane
+  auto [oho, ohi] = out.split(ax[2], ohr);
+  auto [owo, owi] = out.split(ax[3], nv);
+  out.reorder({ax[0], ax[1], oho, owo, ohi, owi, ax[4]});
+  out.unroll(ohi);
+  out.unroll(owi);
+  out.vectorize(ax[4]);
+  ir::IterVar task = fuse_parallel(out, {ax[0], ax[1], oho});
+
+  Stage c = s[core];
+  c.compute_at(out, owo);
+  auto cx = c.op_axis();
+  auto r = c.reduce_axis();  // ry, rx
+  c.reorder({cx[0], cx[1], r[0], r[1], cx[2], cx[3], cx[4]});
+  c.unroll(r[0]);
+  c.unroll(r[1]);
+  c.unroll(cx[2]);
+  c.unroll(cx[3]);
+  c.vectorize(cx[4]);
+  // The padded input: the rows each task reads, made in the task (0), or all of it at the root
+  // before the conv (1).
+  if (pad.defined()) place_pad(s, pad, out, task, cfg.define_knob("pad_at", {0, 1}, 0) == 1, target.lanes(32));
 }
 
 }  // namespace kiln::schedule

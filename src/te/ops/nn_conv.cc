@@ -348,4 +348,33 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, cons
   }, name, {"n", "ocb", "oh", "ow", "oc"});
 }
 
+Tensor depthwise_conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  check_window(a, 2, name);
+  KILN_USER_CHECK(x.ndim() == 5 && w.ndim() == 4) << name << ": data " << x.name() << " must be [N, C/b, H, W, b] and "
+                                                  << "weight " << w.name() << " [C/b, KH, KW, b]";
+  int64_t n = x.shape()[0], cb = x.shape()[1], b = x.shape()[4], kh = w.shape()[1], kw = w.shape()[2];
+  KILN_USER_CHECK(w.shape()[0] == cb && w.shape()[3] == b)
+      << name << ": weight " << w.name() << " does not match the channel blocks of " << x.name();
+  std::vector<int64_t> out = {n, cb};
+  int64_t k[2] = {kh, kw};
+  for (int i = 0; i < 2; ++i) {
+    int64_t ext = a.dilation[i] * (k[i] - 1) + 1;
+    int64_t padded = x.shape()[2 + i] + a.padding[i] + a.padding[2 + i];
+    KILN_USER_CHECK(padded >= ext) << name << ": kernel extent " << ext << " exceeds the padded input " << padded;
+    out.push_back((padded - ext) / a.strides[i] + 1);
+  }
+  out.push_back(b);
+  bool padded = a.padding[0] || a.padding[1] || a.padding[2] || a.padding[3];
+  Tensor xp = padded ? pad_masked(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0},
+                                  ir::make_zero(x.dtype()), name + kPadSuffix)
+                     : x;
+  auto ry = reduce_axis(kh, "ry");
+  auto rx = reduce_axis(kw, "rx");
+  return compute(out, [&](const std::vector<Var>& v) {
+    Expr hi = v[2] * c32(a.strides[0]) + ry * c32(a.dilation[0]);
+    Expr wi = v[3] * c32(a.strides[1]) + rx * c32(a.dilation[1]);
+    return te::sum(xp({v[0], v[1], hi, wi, v[4]}) * w({v[1], ry, rx, v[4]}), {ry, rx});
+  }, name, {"n", "cb", "oh", "ow", "c"});
+}
+
 }  // namespace kiln::te::ops

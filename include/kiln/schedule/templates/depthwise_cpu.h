@@ -39,4 +39,10 @@ DepthwiseDefaults depthwise_defaults(const Target& target, int64_t ow, int64_t o
 // the same shape.
 void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target, Config& cfg);
 
+// depthwise_conv2d_nchwc (channel blocks in lanes): parallel over (image, channel block, row
+// tiles); tiles of tile_oh rows x tile_ow pixels, one vector accumulator each, the window
+// unrolled; the padded input made by each task for its rows (pad_at 0) or at the root (1).
+void schedule_depthwise_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                                  Config& cfg);
+
 }  // namespace kiln::schedule

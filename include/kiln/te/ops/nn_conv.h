@@ -80,4 +80,10 @@ Tensor conv_transpose_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
 // (0, 2, 4, 5, 3, 1)). Stages: <name>.pad (when padded), <name> (the reduction).
 Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name = "conv2d_nchwc");
 
+// Depthwise convolution (one channel per group, multiplier 1) in the blocked layout: x [N, C/b,
+// H, W, b], w [C/b, KH, KW, b] -> [N, C/b, OH, OW, b]. The channels of a block are a vector's
+// lanes, so strided windows need no gathers. Stages: <name>.pad (when padded), <name>.
+Tensor depthwise_conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
+                              const std::string& name = "dwconv2d_nchwc");
+
 }  // namespace kiln::te::ops
