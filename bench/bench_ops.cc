@@ -5,6 +5,11 @@
 // least ~0.1 s of calls.
 //
 //   bench_ops [--target T] [--threads T] [--filter SUBSTRING] [--repeat R] [--knob NAME=INDEX]
+//             [--layout blocked|nchw]
+//
+// Convolutions run in the layout given (default blocked: NCHW[x]c, as in a model's blocked
+// regions; Winograd's 3x3 convs stay NCHW either way); the layer's own kernel is timed, not
+// the layout transforms around it.
 //
 // Prints one line per layer: time, GFLOPS, percentage of the machine's fp32 peak (DESIGN.md:
 // about 320 GFLOPS on 2 threads, 210 on one), GFLOPS per process CPU-second (less sensitive to a
@@ -170,6 +175,7 @@ int main(int argc, char** argv) {
   int threads = 2;
   Target target = Target::host();
   std::string filter;
+  CompileOptions::Layout layout = CompileOptions::Layout::kBlocked;
   std::map<std::string, size_t> knobs;  // --knob name=candidate_index: try a non-default config
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--knob") && i + 1 < argc) {
@@ -182,6 +188,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
     else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) g_repeat = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--target") && i + 1 < argc) target = Target::parse(argv[++i]);
+    else if (!std::strcmp(argv[i], "--layout") && i + 1 < argc) layout = parse_layout(argv[++i]);
   }
   kiln_set_num_threads(threads);
   double peak = threads >= 2 ? 320.0 : 210.0;
@@ -202,15 +209,19 @@ int main(int argc, char** argv) {
     }
     CompileOptions copts;
     copts.target = target;
+    copts.layout = layout;
     FusedProgram prog = fuse_model(relay::Module::make(params, {relay::make_call(layer.op, args, layer.attrs)}, {"y"}), copts);
-    const relay::FusedGroup& group = prog.fused.groups.at(0);
+    const relay::FusedGroup* found = nullptr;
+    for (const relay::FusedGroup& g : prog.fused.groups)
+      if (!found && g.label() != "layout_transform") found = &g;
+    const relay::FusedGroup& group = *found;
     lower::Strategy strategy = lower::select_strategy(group, target, prog.strategy_options);
     lower::GroupProgram kernel = lower::group_to_te(group, strategy, &prog.prepacked);
     schedule::Config cfg = knobs.empty() ? schedule::Config() : schedule::Config::with_choices(knobs);
     schedule::Schedule s = lower::schedule_group(kernel, group, strategy, target, cfg);
     Timing tm = time_kernel(kernel.args(), s, target);
     double t = tm.wall;
-    std::printf("%-44s %8.3f ms", layer.name.c_str(), t * 1e3);
+    std::printf("%-44s %8.3f ms", (layer.name + (group.label().find("NCHWc") != std::string::npos ? " [c]" : "")).c_str(), t * 1e3);
     if (layer.flops > 0) {
       std::printf("  %6.1f GFLOPS %4.0f%% of peak", layer.flops / t * 1e-9, layer.flops / t * 1e-9 / peak * 100);
       // Per CPU-second of the process: less sensitive to a loaded machine (a lower bound with

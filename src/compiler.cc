@@ -59,6 +59,13 @@ void check_lowerings(const relay::FusedModule& m) {
 
 }  // namespace
 
+CompileOptions::Layout parse_layout(const std::string& name) {
+  if (name == "auto") return CompileOptions::Layout::kAuto;
+  if (name == "nchw") return CompileOptions::Layout::kNCHW;
+  KILN_USER_CHECK(name == "blocked") << "--layout '" << name << "': expected auto, nchw or blocked";
+  return CompileOptions::Layout::kBlocked;
+}
+
 lower::StrategyOptions CompileOptions::strategy_options() const {
   lower::StrategyOptions o;
   o.winograd = winograd;
@@ -94,14 +101,14 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   // resnet18 (1.45) 25.2 -> 24.9, squeezenet1_1 (1.67) 6.7 -> 7.1, shufflenet_v2 (1.67) 4.2 ->
   // 4.3, convnext_tiny (2.04) 95.7 -> 92.6, densenet121 (2.83) 59 -> 81.
   std::string layout_note;
-  if (options.alter_layout) {
+  if (options.layout != CompileOptions::Layout::kNCHW) {
     AlterLayoutOptions lo;
     lo.max_block = options.target.lanes(32);
     const lower::StrategyOptions so = options.strategy_options();
     lo.keep_plain = [&](const CallNode& c) { return lower::conv_stays_nchw(c, options.target, so); };
     Module blocked = alter_layout(m, lo);
     LayoutTraffic t = layout_traffic(blocked);
-    if (t.blocked > 0 && t.transformed <= t.blocked) {
+    if (t.blocked > 0 && (t.transformed <= t.blocked || options.layout == CompileOptions::Layout::kBlocked)) {
       m = stage("alter_layout", blocked);
       layout_note = "alter_layout: convs in blocked NCHW[x]c layout (transforms move " + std::to_string(t.transformed) +
                     " elements, blocked convs write " + std::to_string(t.blocked) + ")";

@@ -35,10 +35,12 @@ struct CompileOptions {
   std::ostream* dump_to = nullptr;
   // Where tuned knobs come from (a tuning log: autotune::LogSchedules); null: default schedules.
   lower::ScheduleChooser* schedules = nullptr;
-  // 2-d convolutions (and the elementwise ops between them) in the blocked NCHW[x]c layout of
-  // the target's vector register (relay::alter_layout), except the ones its strategy computes
-  // better in NCHW; false: every conv in NCHW.
-  bool alter_layout = true;
+  // The data layout of 2-d convolutions (and the ops between them): kBlocked, NCHW[x]c with x
+  // the target's vector lanes (relay::alter_layout), except the convs the target's strategy
+  // computes better in NCHW (Winograd); kAuto, blocked where the layout transforms it needs move
+  // fewer elements than the blocked convs write, else NCHW; kNCHW, every conv in NCHW.
+  enum class Layout { kAuto, kNCHW, kBlocked };
+  Layout layout = Layout::kAuto;
   // 3x3 stride-1 convolutions with a constant weight computed as Winograd F(2x2, 3x3) where the
   // target's strategy finds it pays (te/ops/nn_winograd.h: fewer multiplies, slightly
   // different rounding); false: all direct.
@@ -54,6 +56,9 @@ struct CompiledModel {
 };
 
 CompiledModel compile(const relay::Module& module, const CompileOptions& options = CompileOptions());
+
+// "auto", "nchw" or "blocked" (the --layout option); kiln::Error naming the value otherwise.
+CompileOptions::Layout parse_layout(const std::string& name);
 
 // The graph half of compile(): the graph passes up to fuse_ops, the lowering check and weight
 // prepacking for the target. compile() and the autotuner's task extraction

@@ -88,7 +88,7 @@ std::vector<std::string> logged_configs(const std::string& path) {
 TEST_CASE("extract_tasks: one task per workload key, with occurrence counts", "[autotune]") {
   CompileOptions direct;  // the direct conv template (by default these 3x3 convs are Winograd's)
   direct.winograd = false;
-  direct.alter_layout = false;  // the NCHW conv template
+  direct.layout = CompileOptions::Layout::kNCHW;  // the NCHW conv template
   std::vector<GraphTask> tasks = extract_tasks(three_convs(), direct, quick());
   std::map<std::string, int> conv_counts;
   int kernels = 0;

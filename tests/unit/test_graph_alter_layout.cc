@@ -119,6 +119,14 @@ std::vector<double> run(const Module& m, const std::vector<double>& input) {
         std::vector<double> part = t.to_doubles();
         y.insert(y.end(), part.begin(), part.end());
       }
+    } else if (c->op_name() == "nn.global_avg_pool") {
+      std::vector<double> xv = args[0].to_doubles();
+      int64_t plane = xv.size() / ys[1];
+      for (int64_t ch = 0; ch < ys[1]; ++ch) {
+        double total = 0;
+        for (int64_t i = 0; i < plane; ++i) total += xv[ch * plane + i];
+        y.push_back(total / double(plane));
+      }
     } else if (c->op_name() == "nn.bias_add") {
       REQUIRE(c->attrs.get_int("axis") == 1);
       y = args[0].to_doubles();
@@ -242,6 +250,37 @@ TEST_CASE("alter_layout: depthwise convs and channel concatenations stay blocked
   std::vector<double> want = run(m, in), got = run(a, in);
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * (1 + std::fabs(want[i])));
+}
+
+TEST_CASE("alter_layout: a squeeze-and-excitation block stays blocked", "[graph][alter_layout]") {
+  // efficientnet's: x * sigmoid(conv(relu(conv(global_avg_pool(x))))), all in blocks of 8.
+  relay::Expr x = var("x", {1, 8, 5, 5});
+  relay::Expr c = call("nn.relu", {call("nn.conv2d", {x, cst({16, 8, 1, 1}, wave(128, 0.3, 0))}, conv_attrs(0))});
+  relay::Expr p = call("nn.global_avg_pool", {c});
+  relay::Expr s1 = call("nn.relu", {call("nn.conv2d", {p, cst({8, 16, 1, 1}, wave(128, 0.2, 1))}, conv_attrs(0))});
+  relay::Expr s2 = call("sigmoid", {call("nn.conv2d", {s1, cst({16, 8, 1, 1}, wave(128, 0.4, 2))}, conv_attrs(0))});
+  relay::Expr y = call("multiply", {c, s2});
+  Module m = Module::make({x}, {y}, {"y"});
+  Module a = alter_layout(m, AlterLayoutOptions{8});
+  verify(a);
+  std::string text = to_string(a, PrintOptions{false, false});
+  CHECK(text.find("mean(%2, axes=[2,3], keepdims=1) : float32[1,2,1,1,8]") != std::string::npos);
+  CHECK(text.find("multiply(%2, %7) : float32[1,2,5,5,8]") != std::string::npos);
+  size_t transforms = 0;
+  for (size_t at = text.find("layout_transform("); at != std::string::npos; at = text.find("layout_transform(", at + 1))
+    ++transforms;
+  CHECK(transforms == 2);  // x in, y out
+  std::vector<double> in = wave(200, 1, 0.5);
+  std::vector<double> want = run(m, in), got = run(a, in);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * (1 + std::fabs(want[i])));
+  // Compiled in the target's blocks: the blocked mean and broadcast kernels compute the same.
+  kiln::CompileOptions opts;
+  opts.layout = kiln::CompileOptions::Layout::kBlocked;
+  kiln::CompiledModel compiled = kiln::compile(m, opts);
+  got = run_plan(compiled, {{"x", HostTensor::from_doubles(DataType::f32(), {1, 8, 5, 5}, in)}}).at("y").to_doubles();
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
 }
 
 TEST_CASE("alter_layout: convs it cannot block are left alone", "[graph][alter_layout]") {

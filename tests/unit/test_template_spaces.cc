@@ -12,6 +12,7 @@
 #include "kiln/te/ops/nn_conv.h"
 #include "test_ops_b_ref.h"
 #include "kiln/schedule/templates/conv2d_cpu.h"
+#include "kiln/schedule/templates/depthwise_cpu.h"
 #include "test_ops_b_util.h"
 
 using namespace kiln;
@@ -127,6 +128,31 @@ TEST_CASE("conv2d_nchwc template: random points of its space match the reference
   };
   check_space({y}, y, l, {xb.to(f32), wb.to(f32)}, wantb.to(f32), {"tile_ow", "tile_oh", "oc_blocks", "reduce_order", "unroll_kw"},
               20);
+}
+
+TEST_CASE("depthwise_nchwc template: random points of its space match the reference", "[spaces]") {
+  // Stride 1 and 2 and a block of 8 channels; padding made in the task or at the root.
+  for (int64_t stride : {1, 2}) {
+    const int64_t c = 16, b = 8, h = 12, w = 10;
+    HostTensor x = random_tensor(f32, {1, c, h, w}, 8), wt = random_tensor(f32, {c, 1, 3, 3}, 9);
+    opsb_ref::Dense xd(x), wd(wt), wantd(opsb_ref::conv(x, wt, {stride, stride}, {1, 1, 1, 1}, {1, 1}, c));
+    const int64_t oh = wantd.shape[2], ow = wantd.shape[3];
+    opsb_ref::Dense xb({1, c / b, h, w, b}), wb({c / b, 3, 3, b}), wantb({1, c / b, oh, ow, b});
+    opsb_ref::for_each(xd.shape, [&](const opsb_ref::Index& i) { xb.at({i[0], i[1] / b, i[2], i[3], i[1] % b}) = xd.at(i); });
+    opsb_ref::for_each(wd.shape, [&](const opsb_ref::Index& i) { wb.at({i[0] / b, i[2], i[3], i[0] % b}) = wd.at(i); });
+    opsb_ref::for_each(wantd.shape, [&](const opsb_ref::Index& i) { wantb.at({i[0], i[1] / b, i[2], i[3], i[1] % b}) = wantd.at(i); });
+    auto xp = te::placeholder(xb.shape, ir::DataType::f32(), "x");
+    auto wp = te::placeholder(wb.shape, ir::DataType::f32(), "w");
+    te::Tensor y = te::ops::depthwise_conv2d_nchwc(xp, wp, te::ops::ConvNdAttrs{{stride, stride}, {1, 1, 1, 1}, {1, 1}, c, {}});
+    opsb_test::Lowered l;
+    l.inputs = {xp, wp};
+    l.outputs = {y};
+    l.strategy.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
+                             schedule::Config& cfg) {
+      return schedule::schedule_anchor_cpu(outs, anchor, schedule::schedule_depthwise_nchwc_cpu, t, cfg);
+    };
+    check_space({y}, y, l, {xb.to(f32), wb.to(f32)}, wantb.to(f32), {"tile_ow", "tile_oh", "task_rows", "pad_at"}, 20);
+  }
 }
 
 TEST_CASE("depthwise template: random points of its space match the reference", "[spaces]") {

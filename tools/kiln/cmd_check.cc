@@ -255,7 +255,8 @@ void add_check(CLI::App& app, int* status) {
     double rtol = 1e-3, atol = 1e-4;
     std::string tuning_log, target = "llvm", runner;
     std::vector<std::string> input_shapes;
-    bool no_winograd = false, nchw = false;
+    bool no_winograd = false;
+    std::string layout = "auto";
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("check", "compile a case's model.onnx and compare with its test data");
@@ -270,12 +271,12 @@ void add_check(CLI::App& app, int* status) {
                 "<kiln's dir>/../aarch64/bin/kiln-runner under qemu-aarch64)");
   add_input_shape_option(c, &args->input_shapes);
   c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3))");
-  c->add_flag("--nchw", args->nchw, "keep every conv in NCHW (no blocked NCHW[x]c layout)");
+  c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->callback([args, status] {
     *status = guarded("check", [&] {
       CompileOptions copts;
       copts.winograd = !args->no_winograd;
-      copts.alter_layout = !args->nchw;
+      copts.layout = parse_layout(args->layout);
       copts.target = Target::parse(args->target);
       std::optional<RunnerCommand> runner;
       if (!args->runner.empty() || is_foreign(copts.target))

@@ -14,7 +14,8 @@ void add_compile(CLI::App& app, int* status) {
   struct Args {
     std::string model, out, target = "llvm", dump_ir, tuning_log;
     std::vector<std::string> bind, input_shapes;
-    bool no_winograd = false, nchw = false;
+    bool no_winograd = false;
+    std::string layout = "auto";
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("compile", "compile an ONNX model into one deployable .so");
@@ -27,7 +28,7 @@ void add_compile(CLI::App& app, int* status) {
       ->check(name_equals_file());
   add_input_shape_option(c, &args->input_shapes);
   c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3) for 3x3 stride-1 convs)");
-  c->add_flag("--nchw", args->nchw, "keep every conv in NCHW (no blocked NCHW[x]c layout)");
+  c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->callback([args, status] {
     *status = guarded("compile", [&] {
       relay::Module m = import_for_compile(args->model, args->bind, args->input_shapes);
@@ -37,7 +38,7 @@ void add_compile(CLI::App& app, int* status) {
       std::optional<autotune::LogSchedules> log;
       if (!args->tuning_log.empty()) opts.schedules = &log.emplace(args->tuning_log, opts.target);
       opts.winograd = !args->no_winograd;
-      opts.alter_layout = !args->nchw;
+      opts.layout = parse_layout(args->layout);
       CompiledModel compiled = compile(m, opts);
       for (const std::string& note : compiled.notes) std::cerr << "note: " << note << "\n";
       export_library(compiled, args->out);

@@ -32,7 +32,8 @@ struct TuneArgs {
   int build_jobs = autotune::default_build_jobs();
   bool all_groups = false;
   bool cold_weights = false;
-  bool no_winograd = false, nchw = false;
+  bool no_winograd = false;
+  std::string layout = "auto";
 };
 
 int run_tune(const TuneArgs& a) {
@@ -56,7 +57,7 @@ int run_tune(const TuneArgs& a) {
   CompileOptions copts;  // the kernels `kiln compile` builds with the same flags and target
   copts.target = target;
   copts.winograd = !a.no_winograd;
-  copts.alter_layout = !a.nchw;
+  copts.layout = parse_layout(a.layout);
   std::vector<GraphTask> tasks = extract_tasks(m, copts, topts);
   int kernels = 0;
   for (const GraphTask& t : tasks) kernels += t.occurrences;
@@ -131,7 +132,7 @@ void add_tune(CLI::App& app, int* status) {
                             args->build_jobs));
   c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
   c->add_flag("--no-winograd", args->no_winograd, "tune the direct convs `kiln compile --no-winograd` builds");
-  c->add_flag("--nchw", args->nchw, "keep every conv in NCHW (no blocked NCHW[x]c layout)");
+  c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->add_flag("--cold-weights", args->cold_weights,
               "time candidates with the weights moved out of every core's L1/L2 before each call");
   add_input_shape_option(c, &args->input_shapes);

@@ -71,7 +71,8 @@ class LayoutRewriter {
       plain_[e.get()] = rebuild(e);
       return;
     }
-    if (try_conv(e, c) || try_depthwise(e, c) || try_elementwise(e, c) || try_broadcast(e, c) || try_concat(e, c))
+    if (try_conv(e, c) || try_depthwise(e, c) || try_elementwise(e, c) || try_broadcast(e, c) || try_concat(e, c) ||
+        try_global_pool(e, c))
       return;
     plain_[e.get()] = rebuild(e);
   }
@@ -178,6 +179,19 @@ class LayoutRewriter {
     return true;
   }
 
+  // A global pool of a blocked 2-d value: the mean (max) over its spatial axes, [N, C/x, 1, 1, x]
+  // (efficientnet's squeeze-and-excitation reads it in blocks too).
+  bool try_global_pool(const Expr& e, const CallNode* c) {
+    const std::string& op = c->op_name();
+    if (op != "nn.global_avg_pool" && op != "nn.global_max_pool") return false;
+    int64_t b = block_of(c->args[0]);
+    if (b == 0 || c->args[0].tensor_type().shape.size() != 4) return false;
+    Attrs a = Attrs().set_ints("axes", {2, 3}).set_int("keepdims", 1);
+    Expr pooled = make_call(get_op(op == "nn.global_avg_pool" ? "mean" : "max"), {blocked_.at(c->args[0].get()).first}, a, c->name);
+    blocked_[e.get()] = {pooled, b};
+    return true;
+  }
+
   bool try_elementwise(const Expr& e, const CallNode* c) {
     if (c->op->pattern != OpPattern::Elementwise || c->args.size() != 1) return false;
     int64_t b = block_of(c->args[0]);
@@ -205,6 +219,12 @@ class LayoutRewriter {
         continue;
       }
       const auto* k = a.as<ConstantNode>();
+      // A computed per-channel operand [N, C, 1, 1] (a squeeze-and-excitation scale) in blocks
+      // [N, C/b, 1, 1, b] broadcasts over the blocked value's pixels.
+      if (!k && s.size() == 4 && s[0] == out[0] && s[1] == out[1] && s[2] == 1 && s[3] == 1) {
+        args.push_back(blocked(a, b));
+        continue;
+      }
       if (!k) return false;
       if (num_elements(s) == 1 && (s.size() <= 4 || bias_add)) {
         args.push_back(a);  // broadcasts against any layout
