@@ -38,7 +38,7 @@ struct CompileOptions {
   // The data layout of 2-d convolutions (and the ops between them): kBlocked, NCHW[x]c with x
   // the target's vector lanes (relay::alter_layout), except the convs the target's strategy
   // computes better in NCHW (Winograd); kAuto, blocked where the layout transforms it needs move
-  // fewer elements than the blocked convs write, else NCHW; kNCHW, every conv in NCHW.
+  // at most 2.5x the elements the blocked convs write, else NCHW; kNCHW, every conv in NCHW.
   enum class Layout { kAuto, kNCHW, kBlocked };
   Layout layout = Layout::kAuto;
   // 3x3 stride-1 convolutions with a constant weight computed as Winograd F(2x2, 3x3) where the

@@ -50,6 +50,7 @@ PoolNdAttrs pool_attrs(const Attrs& a) {
   p.ceil_mode = a.get_int("ceil_mode") != 0;
   p.count_include_pad = a.get_int("count_include_pad", 0) != 0;
   p.p = a.get_int("p", 2);
+  p.blocked = a.get_str("layout", "NCHW") != "NCHW";
   return p;
 }
 

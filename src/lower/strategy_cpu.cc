@@ -216,7 +216,10 @@ void add_cpu_strategies(StrategyTable* table) {
   add(OpFamily::kConvBlocked, fixed(anchored("conv_nchwc", schedule::schedule_conv_nchwc_cpu)));
   add(OpFamily::kDepthwiseBlocked, fixed(anchored("depthwise_nchwc", schedule::schedule_depthwise_nchwc_cpu)));
   add(OpFamily::kMatmul, matmul);
-  add(OpFamily::kPool, fixed(anchored("pool", schedule::schedule_pool_cpu)));
+  add(OpFamily::kPool, [](const FusedGroup& g, const Target&, const StrategyOptions&) {
+    return anchor_call(g).attrs.get_str("layout", "NCHW") == "NCHW" ? anchored("pool", schedule::schedule_pool_cpu)
+                                                                      : anchored("pool_nchwc", schedule::schedule_pool_nchwc_cpu);
+  });
   add(OpFamily::kGlobalPool, global_pool);
   add(OpFamily::kSoftmax, row_norm);
   add(OpFamily::kNorm, row_norm);

@@ -200,6 +200,31 @@ TEST_CASE("pool template: random points of its space match the reference", "[spa
   }
 }
 
+TEST_CASE("pool_nchwc template: random points of its space match the reference", "[spaces]") {
+  // resnet's 3x3 s2 max pool and densenet's 2x2 s2 average pool, on 2 blocks of 8 channels.
+  struct Case {
+    const char* op;
+    const char* kind;
+    opsb_ref::PoolSpec spec;
+  };
+  const int64_t c = 16, b = 8, h = 11, w = 12;
+  for (const Case& k : {Case{"nn.max_pool2d", "max", {{3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false, 2}},
+                        Case{"nn.avg_pool2d", "avg", {{2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, true, false, 2}}}) {
+    relay::Attrs a;
+    a.set_ints("kernel", k.spec.kernel).set_ints("strides", k.spec.strides).set_ints("padding", k.spec.pads);
+    a.set_ints("dilation", k.spec.dil).set_int("ceil_mode", k.spec.ceil_mode);
+    a.set_int("count_include_pad", k.spec.count_include_pad).set_str("layout", "NCHW8c");
+    auto l = opsb_test::lower_call(k.op, {relay::tensor_type(f32, {1, c / b, h, w, b})}, a);
+    HostTensor x = random_tensor(f32, {1, c, h, w}, 62);
+    opsb_ref::Dense xd(x), wantd(opsb_ref::pool(x, k.kind, k.spec));
+    opsb_ref::Dense xb({1, c / b, h, w, b}), wantb({1, c / b, wantd.shape[2], wantd.shape[3], b});
+    opsb_ref::for_each(xd.shape, [&](const opsb_ref::Index& i) { xb.at({i[0], i[1] / b, i[2], i[3], i[1] % b}) = xd.at(i); });
+    opsb_ref::for_each(wantd.shape, [&](const opsb_ref::Index& i) { wantb.at({i[0], i[1] / b, i[2], i[3], i[1] % b}) = wantd.at(i); });
+    INFO(k.op);
+    check_space(l.outputs, l.outputs[0], l, {xb.to(f32)}, wantb.to(f32), {"tile_ow", "task_rows"}, 63);
+  }
+}
+
 TEST_CASE("dense template: random points of its space match the reference", "[spaces]") {
   // 96 columns: 6 panels of 16, so panels 4 falls back to 2; M 6 and K 24 give several tiles.
   auto l = opsb_test::lower_call("nn.dense", {relay::tensor_type(f32, {6, 24}), relay::tensor_type(f32, {96, 24})}, {});

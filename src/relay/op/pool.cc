@@ -11,8 +11,11 @@ TypeRelation pool_rel(size_t d, bool numeric_only) {
   return [=](const std::vector<Type>& args, const Attrs& attrs) -> Type {
     const TensorTypeNode& x = tensor_arg(args, 0, "data");
     if (numeric_only) check_floating(x, "data");
-    KILN_USER_CHECK(x.rank() == static_cast<int64_t>(d + 2))
-        << "data must have rank " << d + 2 << " (N, C and " << d << " spatial dims), got " << shape_str(x.shape);
+    // layout NCHW<x>c (alter_layout): blocked data [N, C/x, spatial..., x].
+    const bool blocked = attrs.get_str("layout", "NCHW") != "NCHW";
+    KILN_USER_CHECK(x.rank() == static_cast<int64_t>(d + 2 + blocked))
+        << "data must have rank " << d + 2 + blocked << " (N, C" << (blocked ? " blocks" : "") << " and " << d
+        << " spatial dims" << (blocked ? ", channels of a block" : "") << "), got " << shape_str(x.shape);
     const auto& kernel = attrs.get_ints("kernel");
     const auto& strides = attrs.get_ints("strides");
     const auto& padding = attrs.get_ints("padding");
@@ -35,6 +38,7 @@ TypeRelation pool_rel(size_t d, bool numeric_only) {
       if (ceil_mode && (o - 1) * strides[i] >= x.shape[2 + i] + padding[i]) --o;
       out.push_back(o);
     }
+    if (blocked) out.push_back(x.shape.back());
     return tensor_type(x.dtype, out);
   };
 }
@@ -51,7 +55,8 @@ Type global_pool_rel(const std::vector<Type>& args, const Attrs&) {
 
 void register_pool_ops() {
   const std::string doc =
-      "kernel (ints, d), strides (ints, d), padding (ints, 2d: begins then ends), dilation (ints, d), ceil_mode (int)";
+      "kernel (ints, d), strides (ints, d), padding (ints, 2d: begins then ends), dilation (ints, d), ceil_mode (int), "
+      "layout (str, optional: \"NCHW<x>c\" for blocked data [N, C/x, spatial..., x])";
   for (size_t d = 1; d <= 3; ++d) {
     std::string dim = std::to_string(d) + "d";
     register_op("nn.max_pool" + dim, 1, 1, OpPattern::OutElementwiseFusable, pool_rel(d, false),

@@ -72,7 +72,7 @@ class LayoutRewriter {
       return;
     }
     if (try_conv(e, c) || try_depthwise(e, c) || try_elementwise(e, c) || try_broadcast(e, c) || try_concat(e, c) ||
-        try_global_pool(e, c))
+        try_global_pool(e, c) || try_pool(e, c))
       return;
     plain_[e.get()] = rebuild(e);
   }
@@ -189,6 +189,19 @@ class LayoutRewriter {
     Attrs a = Attrs().set_ints("axes", {2, 3}).set_int("keepdims", 1);
     Expr pooled = make_call(get_op(op == "nn.global_avg_pool" ? "mean" : "max"), {blocked_.at(c->args[0].get()).first}, a, c->name);
     blocked_[e.get()] = {pooled, b};
+    return true;
+  }
+
+  // A 2-d max/avg pool of a blocked value pools its blocks (resnet's and squeezenet's max pools
+  // after blocked convs).
+  bool try_pool(const Expr& e, const CallNode* c) {
+    const std::string& op = c->op_name();
+    if (op != "nn.max_pool2d" && op != "nn.avg_pool2d") return false;
+    int64_t b = block_of(c->args[0]);
+    if (b == 0) return false;
+    Attrs a = c->attrs;
+    a.set_str("layout", blocked_layout(b));
+    blocked_[e.get()] = {make_call(*c->op, {blocked_.at(c->args[0].get()).first}, a, c->name), b};
     return true;
   }
 

@@ -182,9 +182,12 @@ class BatchNormFolder : public ExprMutator {
 }  // namespace
 
 Module fold_batch_norm(const Module& m) {
-  // Each round folds one layer (bn, then a following multiply, then an add): repeat until stable.
+  // Each round folds one layer (bn, then a following multiply, then an add), and a round matches
+  // only calls whose arguments it left unchanged: repeat until stable, at most once per node
+  // (densenet121's batch norms after concatenations took 60 rounds; 16 left most unfolded).
   Module cur = m;
-  for (int round = 0; round < 16; ++round) {
+  const size_t rounds = post_order({m.body}).size() + 1;
+  for (size_t round = 0; round < rounds; ++round) {
     Expr body = BatchNormFolder(count_uses(cur.body)).mutate(cur.body);
     if (body.same_as(cur.body)) break;
     cur = cur.with_body(body);

@@ -83,6 +83,21 @@ void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::Ite
   vectorize_innermost(s[pad], lanes);
 }
 
+int64_t blocked_task_rows(const Target& target, const te::Tensor& out, const te::Tensor& pad, int64_t ohr) {
+  const int64_t oh = out.shape()[2], ow = out.shape()[3];
+  const bool padded = pad.defined() && pad.op().as<te::ComputeOpNode>();
+  const int64_t row_bytes = (padded ? pad.shape()[3] : ow) * out.shape()[4] * out.dtype().bytes();
+  const int64_t stride = oh > 1 && padded ? std::max<int64_t>(1, (pad.shape()[2] - 1) / (oh - 1)) : 1;
+  const int64_t tiles = oh / ohr, planes = out.shape()[0] * out.shape()[1];
+  int64_t per_task = 1;
+  for (int64_t r = 1; r <= tiles; ++r) {
+    if (tiles % r != 0) continue;
+    bool fits = (r * ohr * stride + 2) * row_bytes * 8 <= target.facts.l2_bytes;
+    if (fits && planes * (tiles / r) >= 4 * target.facts.cores) per_task = r;
+  }
+  return per_task * ohr;
+}
+
 void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes) {
   Stage st = s[t];
   const auto* c = compute_of(st);

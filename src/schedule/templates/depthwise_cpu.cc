@@ -176,21 +176,11 @@ void schedule_depthwise_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te
   } else {
     s[conv].set_scope("local");
   }
-  // Output rows per parallel task: the padded input rows a task makes (pad_at 0) serve all its
-  // tiles, so more rows per task pad fewer rows twice. The default: the most whole row tiles
-  // whose padded rows take at most an eighth of L2, leaving at least 4 tasks per core. A choice
-  // that is not a multiple of tile_oh rounds down to one (at least one tile).
-  const auto* xin = pad.defined() ? pad.op().as<te::ComputeOpNode>() : nullptr;
-  const int64_t row_bytes = (xin ? pad.shape()[3] : ow) * conv.shape()[4] * conv.dtype().bytes();
-  const int64_t stride = oh > 1 && xin ? std::max<int64_t>(1, (pad.shape()[2] - 1) / (oh - 1)) : 1;
-  const int64_t tiles = oh / ohr, planes = conv.shape()[0] * conv.shape()[1];
-  int64_t per_task = 1;
-  for (int64_t r = 1; r <= tiles; ++r) {
-    if (tiles % r != 0) continue;
-    bool fits = (r * ohr * stride + 2) * row_bytes * 8 <= target.facts.l2_bytes;
-    if (fits && planes * (tiles / r) >= 4 * target.facts.cores) per_task = r;
-  }
-  int64_t rows = cfg.define_split("task_rows", oh, 2, {tiles / per_task, per_task * ohr}, 0)[1];
+  // Output rows per parallel task (blocked_task_rows): the padded input rows a task makes
+  // (pad_at 0) serve all its tiles. A choice that is not a multiple of tile_oh rounds down to
+  // one (at least one tile).
+  const int64_t per_task = blocked_task_rows(target, conv, pad, ohr);
+  int64_t rows = cfg.define_split("task_rows", oh, 2, {oh / per_task, per_task}, 0)[1];
   rows = std::max(ohr, rows / ohr * ohr);
 
   Stage out = s[tiled];

@@ -6,6 +6,7 @@
 #include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
 
 namespace kiln::schedule {
@@ -127,6 +128,47 @@ void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& p
   if (pad.defined()) {
     s[pad].compute_at(out, plane);
     vectorize_innermost(s[pad], lanes);
+  }
+}
+
+void schedule_pool_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, const Target& target,
+                             Config& cfg) {
+  KILN_CHECK(pool.ndim() == 5 && tiled.shape() == pool.shape()) << "schedule_pool_nchwc_cpu: not a blocked 2-d pool";
+  const auto* pc = pool.op().as<te::ComputeOpNode>();
+  te::Tensor red = pc->is_reduction() ? pool : input_named(pool, pool.op().name() + ".sum");
+  te::Tensor pad = input_named(red, pool.op().name() + ".pad");
+  const int64_t oh = pool.shape()[2], ow = pool.shape()[3];
+  // A tile of nv pixels, one vector of the block's channels each; rows_per_task as the blocked
+  // depthwise conv's.
+  int64_t pv = largest_divisor(ow, std::max<int64_t>(1, target.facts.fma_in_flight() * 2));
+  int64_t nv = cfg.define_split("tile_ow", ow, 2, {ow / pv, pv}, target.facts.vector_registers / 2)[1];
+  const int64_t per_task = blocked_task_rows(target, pool, pad, 1);
+  int64_t rows = cfg.define_split("task_rows", oh, 2, {oh / per_task, per_task}, 0)[1];
+
+  if (!pool.same_as(tiled) && !pc->is_reduction()) s[pool].compute_inline();
+  if (red.same_as(tiled)) red = s.cache_write(tiled, "local");
+  else s[red].set_scope("local");
+  Stage out = s[tiled];
+  auto ax = out.op_axis();  // n, block, oh, ow, lane
+  auto [otask, orow] = out.split(ax[2], rows);
+  auto [owo, owi] = out.split(ax[3], nv);
+  out.reorder({ax[0], ax[1], otask, orow, owo, owi, ax[4]});
+  out.unroll(owi);
+  out.vectorize(ax[4]);
+  ir::IterVar task = fuse_parallel(out, {ax[0], ax[1], otask});
+
+  Stage r = s[red];
+  r.compute_at(out, owo);
+  auto rx = r.op_axis();
+  auto k = r.reduce_axis();  // ry, rx
+  r.reorder({rx[0], rx[1], rx[2], k[0], k[1], rx[3], rx[4]});
+  r.unroll(k[0]);
+  r.unroll(k[1]);
+  r.unroll(rx[3]);
+  r.vectorize(rx[4]);
+  if (pad.defined() && pad.op().as<te::ComputeOpNode>()) {
+    s[pad].compute_at(out, task);
+    vectorize_innermost(s[pad], target.lanes(32));
   }
 }
 

@@ -16,9 +16,10 @@ namespace {
 Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
 
 void check_pool(const Tensor& x, const PoolNdAttrs& a, const std::string& name) {
-  size_t d = a.dims();
-  KILN_USER_CHECK(d >= 1 && d <= 3 && x.ndim() == static_cast<int>(d) + 2)
-      << name << ": input " << x.name() << " must have rank " << d + 2 << " for a " << d << "-d window";
+  size_t d = a.dims(), rank = d + 2 + (a.blocked ? 1 : 0);
+  KILN_USER_CHECK(d >= 1 && d <= 3 && x.ndim() == static_cast<int>(rank))
+      << name << ": input " << x.name() << " must have rank " << rank << " for a " << d << "-d window"
+      << (a.blocked ? " over blocked channels" : "");
   KILN_USER_CHECK(a.strides.size() == d && a.padding.size() == 2 * d && a.dilation.size() == d)
       << name << ": kernel, strides, padding and dilation do not agree on " << d << " spatial dims";
   for (size_t i = 0; i < d; ++i) {
@@ -41,10 +42,11 @@ Tensor pad_for_windows(const Tensor& x, const PoolNdAttrs& a, const std::vector<
     before[i] = a.padding[i];
     int64_t len = in + before[i] + after;
     // Rows widened to whole vectors (the extra elements are never read).
-    if (i + 1 == d && len > 16) len = (len + 15) / 16 * 16;
+    if (i + 1 == d && len > 16 && !a.blocked) len = (len + 15) / 16 * 16;
     shape.push_back(len);
     any = any || before[i] || after;
   }
+  if (a.blocked) shape.push_back(x.shape().back());
   if (!any) return x;
   // Unclamped loads under the select: they vectorize to masked loads (see te::ops::pad_masked).
   return compute(shape, [&](const std::vector<Var>& v) {
@@ -56,6 +58,7 @@ Tensor pad_for_windows(const Tensor& x, const PoolNdAttrs& a, const std::vector<
       inside = inside && s >= 0 && s < c32(in);
       src.push_back(s);
     }
+    if (a.blocked) src.push_back(v.back());
     return ir::select(inside, x(src), value);
   }, name);
 }
@@ -70,14 +73,18 @@ Tensor window_reduce(const Tensor& xp, const PoolNdAttrs& a, const std::vector<i
   std::vector<ir::IterVar> axes(rk.begin(), rk.end());
   std::vector<int64_t> shape = {xp.shape()[0], xp.shape()[1]};
   shape.insert(shape.end(), out.begin(), out.end());
+  if (a.blocked) shape.push_back(xp.shape().back());
   return compute(shape, [&](const std::vector<Var>& v) {
     std::vector<Expr> idx = {v[0], v[1]};
     for (size_t i = 0; i < d; ++i) idx.push_back(v[2 + i] * c32(a.strides[i]) + rk[i] * c32(a.dilation[i]));
+    if (a.blocked) idx.push_back(v.back());
     return reducer(f(xp(idx)), axes);
   }, name);
 }
 
-std::vector<int64_t> spatial_in(const Tensor& x) { return std::vector<int64_t>(x.shape().begin() + 2, x.shape().end()); }
+std::vector<int64_t> spatial_in(const Tensor& x, const PoolNdAttrs& a) {
+  return std::vector<int64_t>(x.shape().begin() + 2, x.shape().begin() + 2 + a.dims());
+}
 
 // Number of window taps of output `o` on dim i that fall in [lo, hi) of the unpadded input.
 Expr taps_inside(const Expr& o, const PoolNdAttrs& a, size_t i, int64_t lo, int64_t hi) {
@@ -107,7 +114,7 @@ std::vector<int64_t> pooled_shape(const std::vector<int64_t>& in, const PoolNdAt
 
 Tensor max_pool_nd(const Tensor& x, const PoolNdAttrs& a, const std::string& name) {
   check_pool(x, a, name);
-  std::vector<int64_t> out = pooled_shape(spatial_in(x), a);
+  std::vector<int64_t> out = pooled_shape(spatial_in(x, a), a);
   ir::DataType t = x.dtype();
   Expr lowest = t.is_floating() ? ir::make_float(t, -std::numeric_limits<double>::infinity()) : ir::min_value(t);
   Tensor xp = pad_for_windows(x, a, out, lowest, name + ".pad");
@@ -119,7 +126,7 @@ Tensor avg_pool_nd(const Tensor& x, const PoolNdAttrs& a, const std::string& nam
   check_pool(x, a, name);
   KILN_USER_CHECK(x.dtype().is_floating()) << name << ": average pooling needs a floating-point input";
   size_t d = a.dims();
-  std::vector<int64_t> out = pooled_shape(spatial_in(x), a);
+  std::vector<int64_t> out = pooled_shape(spatial_in(x, a), a);
   Tensor xp = pad_for_windows(x, a, out, ir::make_zero(x.dtype()), name + ".pad");
   Tensor total = window_reduce(xp, a, out, [](Expr e, std::vector<ir::IterVar> ax) { return te::sum(e, ax); },
                                [](Expr e) { return e; }, name + ".sum");
@@ -139,7 +146,7 @@ Tensor lp_pool_nd(const Tensor& x, const PoolNdAttrs& a, const std::string& name
   check_pool(x, a, name);
   KILN_USER_CHECK(x.dtype().is_floating()) << name << ": lp pooling needs a floating-point input";
   KILN_USER_CHECK(a.p >= 1) << name << ": p must be positive, got " << a.p;
-  std::vector<int64_t> out = pooled_shape(spatial_in(x), a);
+  std::vector<int64_t> out = pooled_shape(spatial_in(x, a), a);
   ir::DataType t = x.dtype();
   Tensor xp = pad_for_windows(x, a, out, ir::make_zero(t), name + ".pad");
   int64_t p = a.p;

@@ -77,4 +77,10 @@ void compute_root_parallel(Schedule& s, const te::Tensor& t, int64_t lanes);
 // just the region that iteration reads (rows vectorized by `lanes` too).
 void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::IterVar& at, bool at_root, int64_t lanes);
 
+// Output rows per parallel task of a window op on blocked data [N, C/x, H, W, x] (blocked
+// depthwise conv and pooling) whose padded input `pad` (undefined: none) each task makes for
+// its rows: the most whole tiles of `ohr` rows whose padded input rows take at most an eighth
+// of L2, leaving at least 4 tasks per core (more rows a task, fewer rows padded twice).
+int64_t blocked_task_rows(const Target& target, const te::Tensor& out, const te::Tensor& pad, int64_t ohr);
+
 }  // namespace kiln::schedule

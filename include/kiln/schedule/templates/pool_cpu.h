@@ -19,4 +19,12 @@ namespace kiln::schedule {
 // same shape.
 void schedule_pool_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, const Target& target, Config& cfg);
 
+// A 2-d max/avg pool of blocked data [N, C/x, H, W, x] (te PoolNdAttrs::blocked): parallel over
+// (image, channel block, rows of a task); tiles of tile_ow pixels, one vector of the block's
+// channels each, the window unrolled; each task pads the rows it reads.
+//   tile_ow    [W/nv, nv]                       [twice the FMA latency x issue rate's divisor]
+//   task_rows  [H/r, r] output rows per task    [blocked_task_rows]
+void schedule_pool_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& pool, const Target& target,
+                             Config& cfg);
+
 }  // namespace kiln::schedule

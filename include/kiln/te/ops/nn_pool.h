@@ -20,6 +20,9 @@ struct PoolNdAttrs {
   bool ceil_mode = false;
   bool count_include_pad = false;  // avg only
   int64_t p = 2;                   // lp only
+  // The data has a trailing channel-block axis after the spatial ones (NCHW[x]c: [N, C/x, H, W,
+  // x]), carried through unchanged.
+  bool blocked = false;
   size_t dims() const { return kernel.size(); }
 };
 
