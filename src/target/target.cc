@@ -46,6 +46,7 @@ std::string human_size(int64_t bytes) {
 
 bool CpuFacts::operator==(const CpuFacts& o) const {
   return vector_bits == o.vector_bits && vector_registers == o.vector_registers && fma == o.fma &&
+         mask_registers == o.mask_registers &&
          fma_latency == o.fma_latency && fma_per_cycle == o.fma_per_cycle && loads_per_cycle == o.loads_per_cycle &&
          l1d_bytes == o.l1d_bytes &&
          l2_bytes == o.l2_bytes && l3_bytes == o.l3_bytes && cores == o.cores;

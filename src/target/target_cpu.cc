@@ -112,6 +112,7 @@ CpuFacts isa_facts(const Target& t) {
     // kiln asks LLVM for 512-bit vectors wherever AVX-512 is present (codegen prefer-vector-width).
     f.vector_bits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
     f.vector_registers = has("avx512f") ? 32 : 16;
+    f.mask_registers = has("avx512f");
     f.fma = has("fma");
   } else if (triple.isAArch64()) {
     f.vector_bits = 128;  // NEON (SVE's lengths vary by part; kiln generates fixed-width NEON code)

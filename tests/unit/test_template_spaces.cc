@@ -126,7 +126,7 @@ TEST_CASE("conv2d_nchwc template: random points of its space match the reference
                            schedule::Config& cfg) {
     return schedule::schedule_anchor_cpu(outs, anchor, schedule::schedule_conv_nchwc_cpu, t, cfg);
   };
-  check_space({y}, y, l, {xb.to(f32), wb.to(f32)}, wantb.to(f32), {"tile_ow", "tile_oh", "oc_blocks", "reduce_order", "unroll_kw"},
+  check_space({y}, y, l, {xb.to(f32), wb.to(f32)}, wantb.to(f32), {"tile_ow", "tile_oh", "oc_blocks", "reduce_order", "unroll_kw", "pad_at"},
               20);
 }
 

@@ -79,7 +79,8 @@ struct AlterLayoutOptions {
 // registered with all others (src/relay/op/layout.cc; attrs: see their attrs_doc).
 Module alter_layout(const Module& m, const AlterLayoutOptions& options = AlterLayoutOptions());
 
-// Elements written by a module's layout_transform calls and by its blocked convolutions.
+// Elements written by a module's layout_transform calls and by its blocked convolutions (what
+// the compiler weighs to keep a blocked layout).
 struct LayoutTraffic {
   int64_t transformed = 0, blocked = 0;
 };

@@ -29,6 +29,7 @@ struct CpuFacts {
   int vector_bits = 128;      // the SIMD register float ops use: 128 SSE/NEON, 256 AVX/AVX2, 512 AVX-512
   int vector_registers = 16;  // architectural SIMD registers: 16 (SSE, AVX, AVX2), 32 (AVX-512, NEON)
   bool fma = false;           // fused multiply-add instructions
+  bool mask_registers = false;  // vector loads/stores under a lane mask cost about a plain one (AVX-512)
   int fma_latency = 4;        // cycles from an FMA to a dependent one
   int fma_per_cycle = 2;      // vector FMAs a core issues per cycle at vector_bits
   int loads_per_cycle = 2;    // vector loads a core issues per cycle

@@ -1,10 +1,11 @@
 // alter_layout: 2-d convolutions in blocked NCHW[x]c layout (see transforms.h).
 //
 // Each node gets its new value in the original layout (`plain`) and/or in a blocked layout
-// (`blocked`, with its block size), both made on demand and memoized. A blocked conv produces a
-// blocked value; ops that can run blocked (elementwise ops; broadcasts with per-channel constants
-// or equally shaped operands) keep it blocked; every other reader asks for the plain value, which
-// creates the one layout_transform back. Since transforms are only ever made where a reader needs
+// (`blocked`, with its block size), both made on demand and memoized. A blocked conv (or depthwise
+// conv) produces a blocked value; ops that can run blocked (elementwise ops; broadcasts with
+// per-channel operands or equally shaped ones; channel concatenations; max/avg and global pools)
+// keep it blocked; every other reader asks for the plain value, which creates the one
+// layout_transform back. Since transforms are only ever made where a reader needs
 // another layout, conv -> relu -> conv exchanges blocked tensors with no transform in between.
 #include <cstring>
 #include <unordered_map>
@@ -164,16 +165,11 @@ class LayoutRewriter {
   bool try_concat(const Expr& e, const CallNode* c) {
     if (c->op_name() != "concatenate" || c->attrs.get_int("axis") != 1) return false;
     int64_t b = 0;
-    for (const Expr& a : c->args) {
-      const Shape& s = a.tensor_type().shape;
-      if (s.size() != 4) return false;
+    for (const Expr& a : c->args)
       if (!b) b = block_of(a);
-    }
-    if (b == 0) return false;
+    for (const Expr& a : c->args)
+      if (b == 0 || a.tensor_type().shape.size() != 4 || a.tensor_type().shape[1] % b != 0) return false;
     std::vector<Expr> args;
-    for (const Expr& a : c->args) {
-      if (a.tensor_type().shape[1] % b != 0) return false;
-    }
     for (const Expr& a : c->args) args.push_back(blocked(a, b));
     blocked_[e.get()] = {make_call(*c->op, args, c->attrs, c->name), b};
     return true;

@@ -327,7 +327,9 @@ void schedule_conv_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   c.unroll(cx[2]);
   c.unroll(cx[3]);
   c.vectorize(cx[4]);
-  compute_root_parallel(s, pad, target.lanes(32));
+  // The padded input at the root (0) or not made (1: loads under the bounds test); see the header.
+  if (pad.defined() && cfg.define_knob("pad_at", {0, 1}, 0) == 1) s[pad].compute_inline();
+  else compute_root_parallel(s, pad, target.lanes(32));
 }
 
 }  // namespace kiln::schedule

@@ -41,7 +41,8 @@ void schedule_depthwise_cpu(Schedule& s, const te::Tensor& tiled, const te::Tens
 
 // depthwise_conv2d_nchwc (channel blocks in lanes): parallel over (image, channel block, row
 // tiles); tiles of tile_oh rows x tile_ow pixels, one vector accumulator each, the window
-// unrolled; the padded input made by each task for its rows (pad_at 0) or at the root (1).
+// unrolled; the padded input made by each task for its rows (pad_at 0), at the root (1), or
+// not at all: each tap loads under the bounds test (2).
 void schedule_depthwise_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
                                   Config& cfg);
 
