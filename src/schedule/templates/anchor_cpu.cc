@@ -98,6 +98,29 @@ int64_t blocked_task_rows(const Target& target, const te::Tensor& out, const te:
   return per_task * ohr;
 }
 
+ir::IterVar schedule_blocked_window(Schedule& s, const te::Tensor& tiled, const te::Tensor& core, int64_t rows,
+                                    int64_t ohr, int64_t nv) {
+  Stage out = s[tiled];
+  auto ax = out.op_axis();  // n, block, oh, ow, lane
+  auto [otask, rin] = out.split(ax[2], rows);
+  auto [orow, ohi] = out.split(rin, ohr);
+  auto [owo, owi] = out.split(ax[3], nv);
+  out.reorder({ax[0], ax[1], otask, orow, owo, ohi, owi, ax[4]});
+  out.unroll(ohi);
+  out.unroll(owi);
+  out.vectorize(ax[4]);
+  ir::IterVar task = fuse_parallel(out, {ax[0], ax[1], otask});
+
+  Stage c = s[core];
+  c.compute_at(out, owo);
+  auto cx = c.op_axis();
+  auto r = c.reduce_axis();  // ry, rx
+  c.reorder({cx[0], cx[1], r[0], r[1], cx[2], cx[3], cx[4]});
+  for (const ir::IterVar& v : {r[0], r[1], cx[2], cx[3]}) c.unroll(v);
+  c.vectorize(cx[4]);
+  return task;
+}
+
 void schedule_loops_cpu(Schedule& s, const te::Tensor& t, int64_t lanes) {
   Stage st = s[t];
   const auto* c = compute_of(st);

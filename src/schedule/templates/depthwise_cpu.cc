@@ -182,28 +182,7 @@ void schedule_depthwise_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te
   const int64_t per_task = blocked_task_rows(target, conv, pad, ohr);
   int64_t rows = cfg.define_split("task_rows", oh, 2, {oh / per_task, per_task}, 0)[1];
   rows = std::max(ohr, rows / ohr * ohr);
-
-  Stage out = s[tiled];
-  auto ax = out.op_axis();  // n, block, oh, ow, lane
-  auto [otask, rin] = out.split(ax[2], rows);
-  auto [orow, ohi] = out.split(rin, ohr);
-  auto [owo, owi] = out.split(ax[3], nv);
-  out.reorder({ax[0], ax[1], otask, orow, owo, ohi, owi, ax[4]});
-  out.unroll(ohi);
-  out.unroll(owi);
-  out.vectorize(ax[4]);
-  ir::IterVar task = fuse_parallel(out, {ax[0], ax[1], otask});
-
-  Stage c = s[core];
-  c.compute_at(out, owo);
-  auto cx = c.op_axis();
-  auto r = c.reduce_axis();  // ry, rx
-  c.reorder({cx[0], cx[1], r[0], r[1], cx[2], cx[3], cx[4]});
-  c.unroll(r[0]);
-  c.unroll(r[1]);
-  c.unroll(cx[2]);
-  c.unroll(cx[3]);
-  c.vectorize(cx[4]);
+  ir::IterVar task = schedule_blocked_window(s, tiled, core, rows, ohr, nv);
   // The padded input: the rows each task reads, made in the task (0), all of it at the root
   // before the conv (1), or no copy: each tap's load under the window's bounds test (2, a
   // masked load). Default 2 for 3x3 windows and with mask registers. bench_ops, 2 threads, Zen
@@ -216,7 +195,7 @@ void schedule_depthwise_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te
     for (const ir::IterVar& r : pk->reduce_axis) taps *= ir::as_const_int(r->dom.extent).value_or(1);
     int64_t at = cfg.define_knob("pad_at", {0, 1, 2}, taps <= 9 || target.facts.mask_registers ? 2 : 0);
     if (at == 2) s[pad].compute_inline();
-    else place_pad(s, pad, out, task, at == 1, target.lanes(32));
+    else place_pad(s, pad, s[tiled], task, at == 1, target.lanes(32));
   }
 }
 

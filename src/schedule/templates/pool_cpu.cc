@@ -148,26 +148,9 @@ void schedule_pool_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   if (!pool.same_as(tiled) && !pc->is_reduction()) s[pool].compute_inline();
   if (red.same_as(tiled)) red = s.cache_write(tiled, "local");
   else s[red].set_scope("local");
-  Stage out = s[tiled];
-  auto ax = out.op_axis();  // n, block, oh, ow, lane
-  auto [otask, orow] = out.split(ax[2], rows);
-  auto [owo, owi] = out.split(ax[3], nv);
-  out.reorder({ax[0], ax[1], otask, orow, owo, owi, ax[4]});
-  out.unroll(owi);
-  out.vectorize(ax[4]);
-  ir::IterVar task = fuse_parallel(out, {ax[0], ax[1], otask});
-
-  Stage r = s[red];
-  r.compute_at(out, owo);
-  auto rx = r.op_axis();
-  auto k = r.reduce_axis();  // ry, rx
-  r.reorder({rx[0], rx[1], rx[2], k[0], k[1], rx[3], rx[4]});
-  r.unroll(k[0]);
-  r.unroll(k[1]);
-  r.unroll(rx[3]);
-  r.vectorize(rx[4]);
+  ir::IterVar task = schedule_blocked_window(s, tiled, red, rows, 1, nv);
   if (pad.defined() && pad.op().as<te::ComputeOpNode>()) {
-    s[pad].compute_at(out, task);
+    s[pad].compute_at(s[tiled], task);
     vectorize_innermost(s[pad], target.lanes(32));
   }
 }

@@ -315,6 +315,34 @@ Tensor conv_transpose_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
   }, name);
 }
 
+namespace {
+
+// A 2-d window over blocked data x [N, C/x, H, W, x]: the output's spatial extents and x
+// padded for it ("<name>.pad", or x itself when unpadded).
+struct BlockedWindow {
+  int64_t oh = 0, ow = 0;
+  Tensor xp;
+};
+BlockedWindow blocked_window(const Tensor& x, int64_t kh, int64_t kw, const ConvNdAttrs& a, const std::string& name) {
+  BlockedWindow bw;
+  int64_t k[2] = {kh, kw}, o[2];
+  for (int i = 0; i < 2; ++i) {
+    int64_t ext = a.dilation[i] * (k[i] - 1) + 1;
+    int64_t padded = x.shape()[2 + i] + a.padding[i] + a.padding[2 + i];
+    KILN_USER_CHECK(padded >= ext) << name << ": kernel extent " << ext << " exceeds the padded input " << padded;
+    o[i] = (padded - ext) / a.strides[i] + 1;
+  }
+  bw.oh = o[0];
+  bw.ow = o[1];
+  bool padded = a.padding[0] || a.padding[1] || a.padding[2] || a.padding[3];
+  bw.xp = padded ? pad_masked(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0},
+                              ir::make_zero(x.dtype()), name + kPadSuffix)
+                 : x;
+  return bw;
+}
+
+}  // namespace
+
 Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
   check_window(a, 2, name);
   KILN_USER_CHECK(x.ndim() == 5 && w.ndim() == 6) << name << ": data " << x.name() << " must be [N, C/ci, H, W, ci] and "
@@ -324,27 +352,15 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, cons
   int64_t ob = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3], co = w.shape()[5];
   KILN_USER_CHECK(w.shape()[1] == cb && w.shape()[4] == ci)
       << name << ": weight " << w.name() << " does not match the input channel blocks of " << x.name();
-  std::vector<int64_t> out = {n, ob};
-  int64_t k[2] = {kh, kw};
-  for (int i = 0; i < 2; ++i) {
-    int64_t ext = a.dilation[i] * (k[i] - 1) + 1;
-    int64_t padded = x.shape()[2 + i] + a.padding[i] + a.padding[2 + i];
-    KILN_USER_CHECK(padded >= ext) << name << ": kernel extent " << ext << " exceeds the padded input " << padded;
-    out.push_back((padded - ext) / a.strides[i] + 1);
-  }
-  out.push_back(co);
-  bool padded = a.padding[0] || a.padding[1] || a.padding[2] || a.padding[3];
-  Tensor xp = padded ? pad_masked(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0},
-                                  ir::make_zero(x.dtype()), name + kPadSuffix)
-                     : x;
+  BlockedWindow bw = blocked_window(x, kh, kw, a, name);
   auto rcb = reduce_axis(cb, "rcb");
   auto ry = reduce_axis(kh, "ry");
   auto rx = reduce_axis(kw, "rx");
   auto rci = reduce_axis(ci, "rci");
-  return compute(out, [&](const std::vector<Var>& v) {
+  return compute({n, ob, bw.oh, bw.ow, co}, [&](const std::vector<Var>& v) {
     Expr hi = v[2] * c32(a.strides[0]) + ry * c32(a.dilation[0]);
     Expr wi = v[3] * c32(a.strides[1]) + rx * c32(a.dilation[1]);
-    return te::sum(xp({v[0], rcb, hi, wi, rci}) * w({v[1], rcb, ry, rx, rci, v[4]}), {rcb, ry, rx, rci});
+    return te::sum(bw.xp({v[0], rcb, hi, wi, rci}) * w({v[1], rcb, ry, rx, rci, v[4]}), {rcb, ry, rx, rci});
   }, name, {"n", "ocb", "oh", "ow", "oc"});
 }
 
@@ -355,25 +371,13 @@ Tensor depthwise_conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttr
   int64_t n = x.shape()[0], cb = x.shape()[1], b = x.shape()[4], kh = w.shape()[1], kw = w.shape()[2];
   KILN_USER_CHECK(w.shape()[0] == cb && w.shape()[3] == b)
       << name << ": weight " << w.name() << " does not match the channel blocks of " << x.name();
-  std::vector<int64_t> out = {n, cb};
-  int64_t k[2] = {kh, kw};
-  for (int i = 0; i < 2; ++i) {
-    int64_t ext = a.dilation[i] * (k[i] - 1) + 1;
-    int64_t padded = x.shape()[2 + i] + a.padding[i] + a.padding[2 + i];
-    KILN_USER_CHECK(padded >= ext) << name << ": kernel extent " << ext << " exceeds the padded input " << padded;
-    out.push_back((padded - ext) / a.strides[i] + 1);
-  }
-  out.push_back(b);
-  bool padded = a.padding[0] || a.padding[1] || a.padding[2] || a.padding[3];
-  Tensor xp = padded ? pad_masked(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0},
-                                  ir::make_zero(x.dtype()), name + kPadSuffix)
-                     : x;
+  BlockedWindow bw = blocked_window(x, kh, kw, a, name);
   auto ry = reduce_axis(kh, "ry");
   auto rx = reduce_axis(kw, "rx");
-  return compute(out, [&](const std::vector<Var>& v) {
+  return compute({n, cb, bw.oh, bw.ow, b}, [&](const std::vector<Var>& v) {
     Expr hi = v[2] * c32(a.strides[0]) + ry * c32(a.dilation[0]);
     Expr wi = v[3] * c32(a.strides[1]) + rx * c32(a.dilation[1]);
-    return te::sum(xp({v[0], v[1], hi, wi, v[4]}) * w({v[1], ry, rx, v[4]}), {ry, rx});
+    return te::sum(bw.xp({v[0], v[1], hi, wi, v[4]}) * w({v[1], ry, rx, v[4]}), {ry, rx});
   }, name, {"n", "cb", "oh", "ow", "c"});
 }
 

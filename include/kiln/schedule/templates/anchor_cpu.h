@@ -83,4 +83,11 @@ void place_pad(Schedule& s, const te::Tensor& pad, Stage consumer, const ir::Ite
 // of L2, leaving at least 4 tasks per core (more rows a task, fewer rows padded twice).
 int64_t blocked_task_rows(const Target& target, const te::Tensor& out, const te::Tensor& pad, int64_t ohr);
 
+// The loop nest of such a window op: `tiled` [N, C/x, OH, OW, x] in parallel tasks of `rows`
+// output rows (a multiple of ohr), tiles of ohr rows x nv pixels (unrolled; the lanes
+// vectorized); `core`, the window reduction (scope local), computed per tile with the window
+// loops outside the tile's, all unrolled. Returns the task loop.
+ir::IterVar schedule_blocked_window(Schedule& s, const te::Tensor& tiled, const te::Tensor& core, int64_t rows,
+                                    int64_t ohr, int64_t nv);
+
 }  // namespace kiln::schedule
