@@ -60,6 +60,25 @@ TEST_CASE("conv template: a 4096-channel reduction stays within float32 rounding
   }
 }
 
+TEST_CASE("conv_nchwc template: a 4096-channel reduction stays within float32 rounding", "[precision]") {
+  // The blocked conv alter_layout makes, on blocks of 16 in and out, 1x1 over a 7x7 plane.
+  const int64_t c = 4096, oc = 32, hw = 7, b = 16;
+  HostTensor x = random_tensor(f32, {1, c, hw, hw}, 1, 0.0, 1.0), w = scaled_weights({oc, c, 1, 1}, c, 2);
+  opsb_ref::Dense xd(x), wd(w), wantd(opsb_ref::conv(x, w, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1));
+  opsb_ref::Dense xb({1, c / b, hw, hw, b}), wb({oc / b, c / b, 1, 1, b, b}), wantb({1, oc / b, hw, hw, b});
+  opsb_ref::for_each(xd.shape, [&](const opsb_ref::Index& i) { xb.at({i[0], i[1] / b, i[2], i[3], i[1] % b}) = xd.at(i); });
+  opsb_ref::for_each(wd.shape, [&](const opsb_ref::Index& i) { wb.at({i[0] / b, i[1] / b, 0, 0, i[1] % b, i[0] % b}) = wd.at(i); });
+  opsb_ref::for_each(wantd.shape, [&](const opsb_ref::Index& i) { wantb.at({i[0], i[1] / b, i[2], i[3], i[1] % b}) = wantd.at(i); });
+  relay::Attrs a = opsb_test::conv_attrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  a.set_str("data_layout", "NCHW16c").set_str("out_layout", "NCHW16c").set_str("kernel_layout", "OIHW16i16o");
+  auto l = opsb_test::lower_call("nn.conv2d_NCHWc", {relay::tensor_type(f32, xb.shape), relay::tensor_type(f32, wb.shape)}, a);
+  schedule::Config cfg;
+  schedule::Schedule s = l.template_schedule(cfg);
+  double ulps = error_ulps(opsb_test::run(s, l, {xb.to(f32), wb.to(f32)})[0], wantb.to(f32));
+  INFO("max error " << ulps << " ulps of max|y|");
+  CHECK(ulps < kUlps);
+}
+
 TEST_CASE("dense template: a 4096-long reduction stays within float32 rounding", "[precision]") {
   int64_t k = 4096;
   auto l = opsb_test::lower_call("nn.dense", {relay::tensor_type(f32, {4, k}), relay::tensor_type(f32, {64, k})}, {});
