@@ -3,7 +3,8 @@
 // OpenBLAS's cblas_sgemm in the same run, same thread count. Prints one line per size:
 //   gemm MxNxK: kiln X GFLOPS, openblas Y GFLOPS, ratio Z
 // Each figure is the median of 7 timed samples (each at least 0.2 s of calls), kiln's and
-// OpenBLAS's samples taken in turn.
+// OpenBLAS's samples taken in turn, kiln's after a 0.3 s pause that lets OpenBLAS's spinning
+// workers go to sleep.
 //
 //   bench_gemm [--target T] [--threads N] [--size N]
 // For AVX2 code on an AVX-512 host, compare with OpenBLAS restricted to its AVX2 kernels:
@@ -11,12 +12,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kiln/autotune/measure_process.h"
@@ -32,13 +35,19 @@ namespace {
 // Median seconds per call of each function over 7 samples, each at least 0.2 s of back-to-back
 // calls, the two sampled in turn: on a shared machine, load that comes and goes lands on both
 // (timed one after the other, ratios at 512 swung from 0.75 to 1.1 between runs minutes apart).
-std::pair<double, double> median_seconds_per_call(const std::function<void()>& f, const std::function<void()>& g) {
+// `g`'s threads may spin after its sample (OpenBLAS's workers: about 0.1 s): `f`'s sample starts
+// after `settle_s`, so it is not timed on a core they hold (on 2 cores kiln's AVX2 512^3 measured
+// 155-215 GFLOPS right after OpenBLAS's samples, 202-214 with OpenBLAS's workers told not to spin).
+std::pair<double, double> median_seconds_per_call(const std::function<void()>& f, const std::function<void()>& g,
+                                                  double settle_s) {
   kiln::autotune::TimerOptions opts;
   opts.repeat = 1;
   opts.warmup = 0;
   opts.min_duration_s = 0.2;
   std::vector<double> tf, tg;
   for (int s = 0; s < 7; ++s) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(settle_s));
+    f();
     tf.push_back(kiln::autotune::time_function(f, opts).median);
     tg.push_back(kiln::autotune::time_function(g, opts).median);
   }
@@ -112,7 +121,7 @@ int main(int argc, char** argv) {
     double worst = 0;
     for (size_t i = 0; i < elems; ++i) worst = std::max(worst, double(std::abs(c[i] - r[i])));
     double flops = 2.0 * n * n * n;
-    auto [tk, tb] = median_seconds_per_call(run_kiln, run_blas);
+    auto [tk, tb] = median_seconds_per_call(run_kiln, run_blas, 0.3);
     double gk = flops / tk * 1e-9, gb = flops / tb * 1e-9;
     std::printf("gemm %ldx%ldx%ld: kiln %.1f GFLOPS, openblas %.1f GFLOPS, ratio %.2f  (max |diff| %.2g)\n", long(n),
                 long(n), long(n), gk, gb, gk / gb, worst);
