@@ -128,7 +128,7 @@ bool decode(const std::string& buf, IsolatedResult* r) {
   const size_t avail = buf.size() - kHeader;
   if (buf[0] == 'V' && avail == n * sizeof(double)) {
     r->values.resize(n);
-    std::memcpy(r->values.data(), payload, avail);
+    if (n > 0) std::memcpy(r->values.data(), payload, avail);  // data() of an empty vector may be null
     return true;
   }
   if (buf[0] == 'E' && avail == n) {

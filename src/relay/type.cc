@@ -1,12 +1,22 @@
 #include "kiln/relay/type.h"
 
+#include <cstdint>
+
 #include "kiln/support/error.h"
 
 namespace kiln::relay {
 
 int64_t num_elements(const Shape& shape) {
+  // Saturates at INT64_MAX instead of overflowing (undefined behaviour): a hostile or broken
+  // model may declare dims whose product no int64 holds (an ONNX node-suite model's 105 x
+  // 1840022140283712000); an allocation of that size then fails with its own error.
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d == 0) return 0;
+    int64_t product;
+    if (__builtin_mul_overflow(n, d, &product)) product = (n < 0) != (d < 0) ? INT64_MIN : INT64_MAX;
+    n = product;
+  }
   return n;
 }
 

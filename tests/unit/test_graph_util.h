@@ -75,7 +75,7 @@ inline std::map<std::string, HostTensor> run_plan(const CompiledModel& c,
   std::vector<std::shared_ptr<uint8_t>> storages;
   for (int64_t b : plan.storage_bytes) storages.push_back(aligned(b));
   auto weights = aligned(plan.weights_bytes);
-  std::memcpy(weights.get(), c.weights.data(), c.weights.size());
+  if (!c.weights.empty()) std::memcpy(weights.get(), c.weights.data(), c.weights.size());
   auto ptr = [&](int e) {
     const auto& entry = plan.entries.at(e);
     return (entry.is_constant ? weights.get() : storages.at(entry.storage).get()) + entry.offset;

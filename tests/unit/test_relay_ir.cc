@@ -2,6 +2,8 @@
 // infer_types and the mutator.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+
 #include "kiln/relay/op.h"
 #include "kiln/relay/printer.h"
 #include "kiln/relay/transforms.h"
@@ -32,6 +34,16 @@ TEST_CASE("types print, compare structurally and reject bad shapes", "[relay]") 
   CHECK(t.as<TensorTypeNode>() == nullptr);
   REQUIRE_THROWS_WITH(tensor_type(DataType::f32(), {2, -1}), "negative dimension in shape [2,-1]");
   REQUIRE_THROWS_WITH(tensor_type(DataType::f32(4), {2}), Contains("scalar data type, not float32x4"));
+}
+
+TEST_CASE("num_elements saturates where the product of dims overflows int64", "[relay]") {
+  CHECK(kiln::relay::num_elements({2, 3, 4}) == 24);
+  CHECK(kiln::relay::num_elements({}) == 1);
+  // An ONNX node-suite model's dims, 105 x 1840022140283712000, and a 1e12 x 1e12 tensor.
+  CHECK(kiln::relay::num_elements({105, 1840022140283712000}) == INT64_MAX);
+  CHECK(kiln::relay::num_elements({1000000000000, 1000000000000, 3}) == INT64_MAX);
+  CHECK(kiln::relay::num_elements({-1000000000000, 1000000000000}) == INT64_MIN);
+  CHECK(kiln::relay::num_elements({1000000000000, 1000000000000, 0}) == 0);
 }
 
 TEST_CASE("host tensors convert values exactly and decode half floats", "[relay]") {
