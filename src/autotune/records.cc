@@ -1,7 +1,12 @@
 #include "kiln/autotune/records.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -138,11 +143,22 @@ TuningLog read_log_checked(const std::string& path, bool must_exist) {
 }
 
 void append_record(const std::string& path, const TuningRecord& r) {
-  std::ofstream f(path, std::ios::app);
-  KILN_USER_CHECK(f) << "cannot open tuning log '" << path << "' for appending";
-  f << to_json_line(r) << '\n';
-  f.flush();
-  KILN_USER_CHECK(f.good()) << "writing to tuning log '" << path << "' failed";
+  // One write(2) of the whole line on an O_APPEND descriptor: a tuner killed at any moment
+  // leaves the line whole or absent (a stream may flush a long line in pieces), and two tuners
+  // appending to one log never interleave their lines.
+  std::string line = to_json_line(r) + "\n";
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  KILN_USER_CHECK(fd >= 0) << "cannot open tuning log '" << path << "' for appending: " << std::strerror(errno);
+  // A log whose last line was torn elsewhere (no newline at its end) gets one first, so the torn
+  // line stays one malformed line (read_log skips it) instead of swallowing this record.
+  off_t size = ::lseek(fd, 0, SEEK_END);
+  char last = '\n';
+  if (size > 0 && ::pread(fd, &last, 1, size - 1) == 1 && last != '\n') line.insert(line.begin(), '\n');
+  ssize_t written = ::write(fd, line.data(), line.size());
+  int write_errno = errno;
+  ::close(fd);
+  KILN_USER_CHECK(written == static_cast<ssize_t>(line.size()))
+      << "writing to tuning log '" << path << "' failed" << (written < 0 ? std::string(": ") + std::strerror(write_errno) : "");
 }
 
 std::map<std::string, TuningRecord> best_records(const std::vector<TuningRecord>& records, const std::string& target) {

@@ -98,6 +98,27 @@ TEST_CASE("records: a log appends, reads back, and reports malformed lines by nu
   std::remove(path.c_str());
 }
 
+TEST_CASE("records: a torn last line stays one malformed line; the next record after it is whole",
+          "[autotune][records]") {
+  const std::string path = temp_path("torn.json");
+  std::remove(path.c_str());
+  append_record(path, make("a", {1.0}));
+  std::string torn = to_json_line(make("b", {2.0}));
+  {
+    std::ofstream f(path, std::ios::app);
+    f << torn.substr(0, torn.size() / 2);  // a writer killed mid-line: no newline
+  }
+  append_record(path, make("c", {3.0}));
+  TuningLog log = read_log(path);
+  REQUIRE(log.records.size() == 2);
+  CHECK(log.records[0].workload_key == "a");
+  CHECK(log.records[1].workload_key == "c");
+  REQUIRE(log.malformed.size() == 1);
+  CHECK(log.malformed[0].line == 2);
+  CHECK_NOTHROW(read_log_checked(path, true));
+  std::remove(path.c_str());
+}
+
 TEST_CASE("records: best record per task ignores errors and other targets", "[autotune][records]") {
   std::vector<TuningRecord> rs = {
       make("a", {3.0, 1.0, 2.0}),            // median 2
