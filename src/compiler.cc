@@ -103,7 +103,7 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   // 50.8, 74.8 -> 63.7; resnet18 (1.27) 24.7 -> 24.0; convnext_tiny (2.03) 94.3 -> 90.7. The one
   // loss measured: densenet121 at 2.83 (before its batch norms after concatenations were folded
   // and blocked) 59 -> 81.
-  std::string layout_note;
+  FusedProgram out;
   if (options.layout != CompileOptions::Layout::kNCHW) {
     AlterLayoutOptions lo;
     lo.max_block = options.target.lanes(32);
@@ -113,15 +113,15 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
     LayoutTraffic t = layout_traffic(blocked);
     if (t.blocked > 0 && (2 * t.transformed <= 5 * t.blocked || options.layout == CompileOptions::Layout::kBlocked)) {
       m = stage("alter_layout", blocked);
-      layout_note = "alter_layout: convs in blocked NCHW[x]c layout (transforms move " + std::to_string(t.transformed) +
-                    " elements, blocked convs write " + std::to_string(t.blocked) + ")";
+      out.notes.push_back("alter_layout: convs in blocked NCHW[x]c layout (transforms move " +
+                          std::to_string(t.transformed) + " elements, blocked convs write " +
+                          std::to_string(t.blocked) + ")");
     } else if (t.blocked > 0) {
-      layout_note = "alter_layout: convs kept in NCHW (transforms would move " + std::to_string(t.transformed) +
-                    " elements, more than 2.5x the " + std::to_string(t.blocked) + " blocked convs write)";
+      out.notes.push_back("alter_layout: convs kept in NCHW (transforms would move " + std::to_string(t.transformed) +
+                          " elements, more than 2.5x the " + std::to_string(t.blocked) + " blocked convs write)");
     }
   }
 
-  FusedProgram out;
   out.target = options.target;
   out.strategy_options = options.strategy_options();
   out.fused = fuse_ops(m);
@@ -129,7 +129,6 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   check_lowerings(out.fused);
   // Lowering starts: constant weights packed into the layouts the target's kernels read.
   out.prepacked = lower::prepack_weights(&out.fused, out.target, out.strategy_options);
-  if (!layout_note.empty()) out.notes.push_back(layout_note);
   return out;
 }
 

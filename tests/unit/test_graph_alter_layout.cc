@@ -83,6 +83,14 @@ std::vector<double> depthwise_nchwc_ref(const std::vector<double>& x, const Shap
   return y;
 }
 
+// How many layout_transform calls a printed module holds.
+size_t transforms(const std::string& text) {
+  size_t n = 0;
+  for (size_t at = text.find("layout_transform("); at != std::string::npos; at = text.find("layout_transform(", at + 1))
+    ++n;
+  return n;
+}
+
 // Values of a module's single output: convs, transforms and softmax by the loops above, everything
 // else by the reference evaluator (which rounds to float32: the two graphs sum in different
 // orders, so results agree to float32 precision; a packing mistake is off by O(1)).
@@ -239,10 +247,7 @@ TEST_CASE("alter_layout: block sizes differ per tensor; plain readers get one tr
         std::string::npos);
   CHECK(text.find("out_layout=\"NCHW6c\"") != std::string::npos);
   CHECK(text.find("kernel_layout=\"OIHW6i8o\"") != std::string::npos);
-  size_t transforms = 0;
-  for (size_t at = text.find("layout_transform("); at != std::string::npos; at = text.find("layout_transform(", at + 1))
-    ++transforms;
-  CHECK(transforms == 3);  // x in, relu back to NCHW for softmax, conv2 back for the add
+  CHECK(transforms(text) == 3);  // x in, relu back to NCHW for softmax, conv2 back for the add
   std::vector<double> in = wave(75, 1, 0.1);
   std::vector<double> want = run(m, in), got = run(a, in);
   REQUIRE(got.size() == want.size());
@@ -263,10 +268,7 @@ TEST_CASE("alter_layout: depthwise convs and channel concatenations stay blocked
   CHECK(text.find("nn.depthwise_conv2d_NCHWc(%2, meta[1], data_layout=\"NCHW8c\", dilation=[1,1], groups=16, "
                   "out_layout=\"NCHW8c\", padding=[1,1,1,1], strides=[2,2]) : float32[1,2,4,4,8]") != std::string::npos);
   CHECK(text.find("concatenate(%3, %4, axis=1) : float32[1,3,4,4,8]") != std::string::npos);
-  size_t transforms = 0;
-  for (size_t at = text.find("layout_transform("); at != std::string::npos; at = text.find("layout_transform(", at + 1))
-    ++transforms;
-  CHECK(transforms == 2);  // x in, the concatenation out
+  CHECK(transforms(text) == 2);  // x in, the concatenation out
   LayoutTraffic t = layout_traffic(a);
   CHECK(t.transformed == 8 * 49 + 24 * 16);
   CHECK(t.blocked == 16 * 49 + 16 * 16 + 8 * 16);
@@ -290,10 +292,7 @@ TEST_CASE("alter_layout: a squeeze-and-excitation block stays blocked", "[graph]
   std::string text = to_string(a, PrintOptions{false, false});
   CHECK(text.find("mean(%2, axes=[2,3], keepdims=1) : float32[1,2,1,1,8]") != std::string::npos);
   CHECK(text.find("multiply(%2, %7) : float32[1,2,5,5,8]") != std::string::npos);
-  size_t transforms = 0;
-  for (size_t at = text.find("layout_transform("); at != std::string::npos; at = text.find("layout_transform(", at + 1))
-    ++transforms;
-  CHECK(transforms == 2);  // x in, y out
+  CHECK(transforms(text) == 2);  // x in, y out
   std::vector<double> in = wave(200, 1, 0.5);
   std::vector<double> want = run(m, in), got = run(a, in);
   REQUIRE(got.size() == want.size());

@@ -50,6 +50,13 @@ TEST_CASE("pooling sizes follow ceil_mode, dropping windows that start in the en
   CHECK(ty("nn.avg_pool2d", {v({1, 1, 5, 5})}, pool({2, 2}, {2, 2}, {1, 1, 1, 1}, 1).set_int("count_include_pad", 0)) ==
         "float32[1,1,3,3]");
   CHECK(ty("nn.global_avg_pool", {v({2, 7, 3, 4, 5})}) == "float32[2,7,1,1,1]");
+  // Blocked data (alter_layout's layout attr) keeps its block axis; the block must match.
+  CHECK(ty("nn.max_pool2d", {v({1, 4, 112, 112, 16})}, pool({3, 3}, {2, 2}, {1, 1, 1, 1}, 0).set_str("layout", "NCHW16c")) ==
+        "float32[1,4,56,56,16]");
+  REQUIRE_THROWS_WITH(ty("nn.max_pool2d", {v({1, 4, 8, 8, 8})}, pool({2, 2}, {2, 2}, {0, 0, 0, 0}, 0).set_str("layout", "NCHW16c")),
+                      Contains("data must have rank 5 (N, C blocks and 2 spatial dims, 16 channels of a block), got [1,4,8,8,8]"));
+  REQUIRE_THROWS_WITH(ty("nn.max_pool2d", {v({1, 4, 8, 8})}, pool({2, 2}, {2, 2}, {0, 0, 0, 0}, 0).set_str("layout", "NHWC")),
+                      Contains("layout 'NHWC' is not NCHW or NCHW<x>c"));
 }
 
 TEST_CASE("matmul broadcasts batch dims and treats 1-D operands as vectors", "[relay]") {

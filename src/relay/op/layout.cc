@@ -8,16 +8,6 @@ namespace kiln::relay {
 
 namespace {
 
-// "NCHW" -> 0, "NCHW8c" -> 8; kiln::Error for anything else.
-int64_t parse_layout(const std::string& s) {
-  if (s == "NCHW") return 0;
-  KILN_USER_CHECK(s.size() > 5 && s.compare(0, 4, "NCHW") == 0 && s.back() == 'c' &&
-                  s.substr(4, s.size() - 5).find_first_not_of("0123456789") == std::string::npos)
-      << "layout '" << s << "' is not NCHW or NCHW<x>c";
-  int64_t b = std::stoll(s.substr(4, s.size() - 5));
-  KILN_USER_CHECK(b >= 1) << "layout '" << s << "' has block 0";
-  return b;
-}
 // The NCHW shape behind a tensor of layout `block` (0: it is NCHW already).
 Shape nchw_of(const Shape& s, int64_t block, const char* role) {
   if (block == 0) {

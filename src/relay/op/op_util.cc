@@ -48,6 +48,16 @@ void check_floating(const TensorTypeNode& t, const char* role) {
   KILN_USER_CHECK(t.dtype.is_floating()) << role << " must be floating-point, got " << t.dtype.str();
 }
 
+int64_t parse_layout(const std::string& s) {
+  if (s == "NCHW") return 0;
+  KILN_USER_CHECK(s.size() > 5 && s.compare(0, 4, "NCHW") == 0 && s.back() == 'c' &&
+                  s.substr(4, s.size() - 5).find_first_not_of("0123456789") == std::string::npos)
+      << "layout '" << s << "' is not NCHW or NCHW<x>c";
+  int64_t b = std::stoll(s.substr(4, s.size() - 5));
+  KILN_USER_CHECK(b >= 1) << "layout '" << s << "' has block 0";
+  return b;
+}
+
 void check_count(const std::vector<int64_t>& v, size_t n, const char* what) {
   KILN_USER_CHECK(v.size() == n) << what << " " << shape_str(v) << " must have " << n << " entries";
 }

@@ -19,6 +19,8 @@ void check_axes(const std::vector<int64_t>& axes, int64_t rank, const char* what
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 void check_same_dtype(const TensorTypeNode& a, const TensorTypeNode& b, const char* what);
 void check_floating(const TensorTypeNode& t, const char* role);
+// The block of a layout attr: "NCHW" -> 0, "NCHW8c" -> 8; kiln::Error for anything else.
+int64_t parse_layout(const std::string& s);
 // Checks that `v` has exactly n entries.
 void check_count(const std::vector<int64_t>& v, size_t n, const char* what);
 

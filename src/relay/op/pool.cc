@@ -12,10 +12,12 @@ TypeRelation pool_rel(size_t d, bool numeric_only) {
     const TensorTypeNode& x = tensor_arg(args, 0, "data");
     if (numeric_only) check_floating(x, "data");
     // layout NCHW<x>c (alter_layout): blocked data [N, C/x, spatial..., x].
-    const bool blocked = attrs.get_str("layout", "NCHW") != "NCHW";
-    KILN_USER_CHECK(x.rank() == static_cast<int64_t>(d + 2 + blocked))
+    const int64_t block = parse_layout(attrs.get_str("layout", "NCHW"));
+    const bool blocked = block > 0;
+    KILN_USER_CHECK(x.rank() == static_cast<int64_t>(d + 2 + blocked) && (!blocked || x.shape.back() == block))
         << "data must have rank " << d + 2 + blocked << " (N, C" << (blocked ? " blocks" : "") << " and " << d
-        << " spatial dims" << (blocked ? ", channels of a block" : "") << "), got " << shape_str(x.shape);
+        << " spatial dims" << (blocked ? ", " + std::to_string(block) + " channels of a block" : "") << "), got "
+        << shape_str(x.shape);
     const auto& kernel = attrs.get_ints("kernel");
     const auto& strides = attrs.get_ints("strides");
     const auto& padding = attrs.get_ints("padding");

@@ -138,8 +138,8 @@ void schedule_pool_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   te::Tensor red = pc->is_reduction() ? pool : input_named(pool, pool.op().name() + ".sum");
   te::Tensor pad = input_named(red, pool.op().name() + ".pad");
   const int64_t oh = pool.shape()[2], ow = pool.shape()[3];
-  // A tile of nv pixels, one vector of the block's channels each; rows_per_task as the blocked
-  // depthwise conv's.
+  // A tile of nv pixels, one vector of the block's channels each; rows per task as the blocked
+  // depthwise conv's (blocked_task_rows).
   int64_t pv = largest_divisor(ow, std::max<int64_t>(1, target.facts.fma_in_flight() * 2));
   int64_t nv = cfg.define_split("tile_ow", ow, 2, {ow / pv, pv}, target.facts.vector_registers / 2)[1];
   const int64_t per_task = blocked_task_rows(target, pool, pad, 1);
