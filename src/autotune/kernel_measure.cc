@@ -81,7 +81,13 @@ kiln_kernel_fn kernel_of(const codegen::Module& module, const ir::PrimFunc& func
 
 void call(kiln_kernel_fn fn, const std::vector<void*>& args, const std::string& name) {
   int32_t rc = fn(args.data(), static_cast<int32_t>(args.size()));
-  KILN_USER_CHECK(rc == 0) << "kernel '" << name << "' returned " << rc;
+  // The codes of the generated code (codegen_llvm.cc): -2 for a wrong argument count, -1 for a
+  // failed heap allocation of a buffer it allocates itself (or a parallel task that failed).
+  KILN_USER_CHECK(rc == 0) << "kernel '" << name << "' returned " << rc
+                           << (rc == -1   ? ": a heap allocation of one of its buffers failed (out of memory), or one of "
+                                            "its parallel tasks did"
+                               : rc == -2 ? ": called with the wrong number of arguments"
+                                          : "");
 }
 
 // Demotes the buffers from every core's private caches to the shared last level: each thread of

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sstream>
+#include <string>
 
 #include "kiln/support/error.h"
 
@@ -30,6 +32,31 @@ size_t last_level_cache_bytes() {
     if (f >> kib >> unit && kib > 0) return unit == 'M' ? kib << 20 : kib << 10;
   }
   return size_t{32} << 20;
+}
+
+size_t usable_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  size_t usable = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+  // In a container the cgroup's limit, not the machine's memory, is where the OOM killer steps
+  // in: cgroup v2 ("max" when unlimited), then v1 (a huge number when unlimited).
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream f(path);
+    unsigned long long limit = 0;
+    if (f >> limit && limit > 0 && (usable == 0 || limit < usable)) usable = static_cast<size_t>(limit);
+  }
+  return usable;
+}
+
+size_t data_segment_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmData:", 0) != 0) continue;
+    std::istringstream fields(line.substr(7));
+    size_t kib = 0;
+    return fields >> kib ? kib << 10 : 0;
+  }
+  return 0;
 }
 
 void flush_cpu_cache(size_t bytes) {

@@ -6,13 +6,14 @@
 // batch is over, tells one built child at a time to run: builds overlap, runs never overlap one
 // another or a build. A socket pair rather than pipes: the parent's "go" to a child that died
 // meanwhile must fail with EPIPE (send with MSG_NOSIGNAL), not raise SIGPIPE in the tuner.
+// A memory limit (RLIMIT_DATA) makes a candidate that allocates without bound fail at an
+// allocation, in its own child, long before the machine runs out.
 #include "kiln/autotune/measure_process.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,96 +24,28 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <exception>
-#include <stdexcept>
 
+#include "isolated_child.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
 namespace {
 
+using isolated::ChildSetup;
+using isolated::kHeader;
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The child's messages: 'B' <u64 0> once built, then 'V' <u64 n> <n doubles> or 'E' <u64 n>
-// <n bytes of error text>; or only the 'E' message when the build fails. The parent's: 'G'.
-constexpr size_t kHeader = 1 + sizeof(uint64_t);
-
-void write_all(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ::_exit(120);  // the parent went away; nothing left to tell
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-void send(int fd, char tag, const void* data, uint64_t count, size_t elem) {
-  write_all(fd, &tag, 1);
-  write_all(fd, &count, sizeof count);
-  write_all(fd, data, count * elem);
-}
-
-// The message of what `f` threw; empty when it returned.
-template <class F>
-std::string attempt(F&& f) {
-  try {
-    f();
-    return "";
-  } catch (const std::exception& e) {
-    return *e.what() ? e.what() : "exception without a message";
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
-// `inherited`: the parent's ends of the other children's sockets, which the fork copied; they
-// are closed so that only the parent can talk to a child (and a child's exit is seen as EOF).
-[[noreturn]] void child_main(int fd, const IsolatedBuild& build, const std::vector<int>& inherited, pid_t parent) {
-  // The candidate's crash must kill the child with its signal, not run the parent's handlers
-  // (a test framework's, a crash reporter's) in the copy.
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) ::signal(sig, SIG_DFL);
-  sigset_t all;
-  sigemptyset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, nullptr);
-  rlimit no_core{0, 0};
-  ::setrlimit(RLIMIT_CORE, &no_core);
-  // A built child waits for the parent's go: if the parent dies instead, the child must not
-  // wait (or run) forever. (The signal comes when the forking thread ends, which the batch
-  // outlives: run_isolated_batch reaps every child before it returns.)
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(0);
-  for (int other : inherited) ::close(other);
-
-  IsolatedFn run;
-  std::string error = attempt([&] {
-    run = build();
-    if (!run) throw std::runtime_error("the build gave nothing to run");
-  });
-  if (error.empty()) {
-    send(fd, 'B', nullptr, 0, 1);
-    char go = 0;
-    ssize_t n;
-    while ((n = ::read(fd, &go, 1)) < 0 && errno == EINTR) {
-    }
-    if (n != 1 || go != 'G') ::_exit(0);  // the parent gave up on this candidate
-    std::vector<double> v;
-    error = attempt([&] { v = run(); });
-    if (error.empty()) {
-      send(fd, 'V', v.data(), v.size(), sizeof(double));
-      ::_exit(0);
-    }
-  }
-  send(fd, 'E', error.data(), error.size(), 1);
-  ::_exit(0);  // _exit: the parent's atexit handlers and stdio buffers are not the child's to run
-}
-
 std::string describe_status(int status) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
+    // The batch kills only children past their deadline, and records those as timed out: a
+    // SIGKILL from elsewhere is, nearly always, the kernel's OOM killer choosing this child.
+    if (sig == SIGKILL)
+      return fmt::format("crashed: signal {} ({}), not sent by the tuner: most likely the kernel's out-of-memory killer",
+                         sig, ::strsignal(sig));
     return fmt::format("crashed: signal {} ({})", sig, ::strsignal(sig));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return fmt::format("exited with status {}", WEXITSTATUS(status));
@@ -156,8 +89,11 @@ struct Child {
 // there, so that none outlives an error of the parent (an exception out of run_isolated_batch).
 class Batch {
  public:
-  Batch(const std::vector<IsolatedBuild>& jobs, double timeout_s)
-      : jobs_(jobs), timeout_s_(timeout_s), children_(jobs.size()), results_(jobs.size()) {}
+  Batch(const std::vector<IsolatedBuild>& jobs, double timeout_s, const IsolationOptions& options)
+      : jobs_(jobs), timeout_s_(timeout_s), on_result_(options.on_result), children_(jobs.size()), results_(jobs.size()) {
+    setup_.memory_limit_bytes = memory_limit_enforced() ? options.memory_limit_bytes : 0;
+    setup_.out_of_memory = isolated::out_of_memory_message(setup_.memory_limit_bytes);
+  }
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
   ~Batch() {
@@ -172,6 +108,14 @@ class Batch {
 
   Step step(size_t i) const { return children_[i].step; }
   std::vector<IsolatedResult> take_results() { return std::move(results_); }
+
+  // Hands the results now final to on_result, in the order of the jobs.
+  void report() {
+    while (reported_ < children_.size() && children_[reported_].step == Step::Done) {
+      const size_t i = reported_++;
+      if (on_result_) on_result_(i, results_[i]);
+    }
+  }
 
   // Forks the child of job i, which starts building at once.
   void spawn(size_t i) {
@@ -195,7 +139,7 @@ class Batch {
       fail(c, i, fmt::format("cannot fork: {}", std::strerror(errno)));
       return;
     }
-    if (pid == 0) child_main(fds[1], jobs_[i], inherited, parent);
+    if (pid == 0) isolated::child_main(fds[1], jobs_[i], inherited, parent, setup_);
     ::close(fds[1]);
     c.pid = pid;
     c.fd = fds[0];
@@ -318,15 +262,35 @@ class Batch {
 
   const std::vector<IsolatedBuild>& jobs_;
   const double timeout_s_;
+  const std::function<void(size_t, const IsolatedResult&)>& on_result_;
+  ChildSetup setup_;
   std::vector<Child> children_;
   std::vector<IsolatedResult> results_;
+  size_t reported_ = 0;  // results handed to on_result_: those of jobs [0, reported_)
 };
 
 }  // namespace
 
-std::vector<IsolatedResult> run_isolated_batch(const std::vector<IsolatedBuild>& jobs, int build_jobs, double timeout_s) {
+bool memory_limit_enforced() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_HWADDRESS__)
+  return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(hwaddress_sanitizer)
+  return false;
+#endif
+#endif
+  // This file built plainly, but the program under a sanitizer all the same (a sanitized test
+  // binary linking this library): its runtime is there to be found.
+  static const bool sanitized = ::dlsym(RTLD_DEFAULT, "__asan_init") || ::dlsym(RTLD_DEFAULT, "__tsan_init") ||
+                                ::dlsym(RTLD_DEFAULT, "__msan_init") || ::dlsym(RTLD_DEFAULT, "__hwasan_init");
+  return !sanitized;
+}
+
+std::vector<IsolatedResult> run_isolated_batch(const std::vector<IsolatedBuild>& jobs, int build_jobs, double timeout_s,
+                                               const IsolationOptions& options) {
   KILN_USER_CHECK(build_jobs >= 1) << "build_jobs must be at least 1, got " << build_jobs;
-  Batch batch(jobs, timeout_s);
+  Batch batch(jobs, timeout_s, options);
   // Phase 1: every build, at most build_jobs at once; the next child starts as one finishes.
   // The phase ends when no child is building or exiting: nothing but idle children is left.
   size_t next = 0;
@@ -347,18 +311,22 @@ std::vector<IsolatedResult> run_isolated_batch(const std::vector<IsolatedBuild>&
     }
     if (active.empty()) break;
     batch.pump(active);
+    batch.report();
   }
   // Phase 2: the runs, one at a time, in the batch's order, on an otherwise quiet machine.
+  batch.report();
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (batch.step(i) != Step::Idle) continue;
     batch.go(i);
     while (batch.step(i) != Step::Done) batch.pump({i});
+    batch.report();
   }
+  batch.report();
   return batch.take_results();
 }
 
-IsolatedResult run_isolated(const IsolatedFn& fn, double timeout_s) {
-  return run_isolated_batch({[&fn] { return fn; }}, 1, timeout_s)[0];
+IsolatedResult run_isolated(const IsolatedFn& fn, double timeout_s, const IsolationOptions& options) {
+  return run_isolated_batch({[&fn] { return fn; }}, 1, timeout_s, options)[0];
 }
 
 }  // namespace kiln::autotune

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -35,10 +36,30 @@ std::string build_step(const std::function<void()>& step) {
   return "";
 }
 
+// Dates a finished record and fills in its GFLOPS.
+void finalize(const Task& task, TuningRecord& r) {
+  r.timestamp = static_cast<int64_t>(std::time(nullptr));
+  if (r.ok() && task.flops > 0) r.gflops = task.flops / r.median_cost() / 1e9;
+}
+
+// A candidate's record from what its isolated build and run gave.
+void take_result(const IsolatedResult& m, TuningRecord& r) {
+  if (!m.ok()) {
+    r.error = m.error;
+    return;
+  }
+  bool valid = !m.values.empty();
+  for (double c : m.values) valid = valid && std::isfinite(c) && c > 0;
+  if (valid) r.costs = m.values;
+  else r.error = "the measurement returned no valid run times";
+}
+
 // Builds and measures a batch of candidates, in order; every failure becomes that record's
 // error. The template is instantiated here, in the tuner's process (its hooks may share state
 // made on first use, such as a kernel's reference outputs); code generation and the timed run
-// are in each candidate's child, the builds in parallel (run_isolated_batch).
+// are in each candidate's child, the builds in parallel (run_isolated_batch). Each record is
+// appended to the log (when there is one) as soon as it and the ones before it are final: a
+// tuner killed in mid-batch keeps what it measured, and the log's order stays the batch's.
 std::vector<TuningRecord> measure(const Task& task, const ConfigSpace& space, const std::vector<Point>& pts,
                                   const TunerOptions& o) {
   std::vector<TuningRecord> records(pts.size());
@@ -72,24 +93,31 @@ std::vector<TuningRecord> measure(const Task& task, const ConfigSpace& space, co
     });
     job_of.push_back(i);
   }
-  std::vector<IsolatedResult> results = run_isolated_batch(jobs, o.build_jobs, o.timeout_s);
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    TuningRecord& r = records[job_of[j]];
-    const IsolatedResult& m = results[j];
-    if (!m.ok()) {
-      r.error = m.error;
-    } else {
-      bool valid = !m.values.empty();
-      for (double c : m.values) valid = valid && std::isfinite(c) && c > 0;
-      if (valid) r.costs = m.values;
-      else r.error = "the measurement returned no valid run times";
+  size_t logged = 0;  // records [0, logged) are final (and in the log)
+  auto log_through = [&](size_t end) {
+    for (; logged < end; ++logged) {
+      finalize(task, records[logged]);
+      if (!o.log_path.empty()) append_record(o.log_path, records[logged]);
     }
-  }
-  for (TuningRecord& r : records) {
-    r.timestamp = static_cast<int64_t>(std::time(nullptr));
-    if (r.ok() && task.flops > 0) r.gflops = task.flops / r.median_cost() / 1e9;
-  }
+  };
+  IsolationOptions isolation;
+  isolation.memory_limit_bytes = std::min(o.memory_limit_mb, std::numeric_limits<size_t>::max() >> 20) << 20;
+  isolation.on_result = [&](size_t j, const IsolatedResult& m) {
+    take_result(m, records[job_of[j]]);
+    log_through(job_of[j] + 1);  // with the failed instantiations before it
+  };
+  run_isolated_batch(jobs, o.build_jobs, o.timeout_s, isolation);
+  log_through(records.size());
   return records;
+}
+
+// Each candidate's child starts as a copy of this process, whose memory counts against the
+// child's limit: a limit the copy already fills would fail every candidate, so it is refused.
+void check_memory_limit(size_t limit_mb) {
+  if (limit_mb == 0 || !memory_limit_enforced()) return;
+  const size_t held_mb = (data_segment_bytes() + (size_t{1} << 20) - 1) >> 20;
+  KILN_USER_CHECK(limit_mb > held_mb) << "the memory limit per candidate, " << limit_mb << " MiB, is not above the "
+                                      << held_mb << " MiB the tuner itself holds, which every candidate starts with";
 }
 
 // What the explorer and the model maximize: GFLOPS, or runs per second when flops are unknown;
@@ -106,6 +134,7 @@ class Tuner {
         model_(model ? *model : own_) {
     KILN_USER_CHECK(o.trials >= 0 && o.batch_size >= 1 && o.build_jobs >= 1)
         << "tuning '" << task.workload_key << "': trials must be >= 0, batch_size and build_jobs >= 1";
+    check_memory_limit(o.memory_limit_mb);
     if (!model && !o.base_model_path.empty()) {
       own_.load(o.base_model_path);
       own_.warm_start();
@@ -119,7 +148,6 @@ class Tuner {
     if (o_.measure_default_first && res_.trials < o_.trials && !explorer_.is_measured(default_point())) {
       std::vector<Point> first = {default_point()};
       std::vector<TuningRecord> records = measure(task_, space_, first, o_);
-      if (!o_.log_path.empty()) append_record(o_.log_path, records[0]);
       learn(first, records);
       ++measured_now;
     }
@@ -134,8 +162,6 @@ class Tuner {
       std::vector<Point> batch = explorer_.next_batch(n, score);
       if (batch.empty()) break;
       std::vector<TuningRecord> records = measure(task_, space_, batch, o_);
-      for (const TuningRecord& r : records)
-        if (!o_.log_path.empty()) append_record(o_.log_path, r);
       learn(batch, records);
       measured_now += static_cast<int>(batch.size());
       if (o_.on_progress) {
@@ -266,6 +292,8 @@ class Tuner {
 }  // namespace
 
 int default_build_jobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+size_t default_memory_limit_mb() { return usable_memory_bytes() / 2 >> 20; }
 
 TuneResult tune(const Task& task, const TunerOptions& options, CostModel* model) {
   Tuner t(task, options, model);

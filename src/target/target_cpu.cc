@@ -3,11 +3,13 @@
 // defaults for the others).
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Triple.h>
 
 #include <memory>
 #include <mutex>
+#include <new>
 
 #include "kiln/support/error.h"
 #include "target_internal.h"
@@ -69,6 +71,12 @@ void initialize_llvm_targets() {
     llvm::InitializeAllTargetMCs();
     llvm::InitializeAllAsmPrinters();
     llvm::InitializeAllAsmParsers();
+    // LLVM's own failed allocations (safe_malloc, a SmallVector's growth) end in abort() by
+    // default, which an autotuning candidate out of memory could only report as "crashed:
+    // signal 6". A std::bad_alloc instead, as LLVM's documentation suggests: it unwinds through
+    // LLVM's frames (built without exceptions, but with unwind tables) to whoever handles
+    // running out of memory, or at worst still ends the process in std::terminate.
+    llvm::install_bad_alloc_error_handler([](void*, const char*, bool) { throw std::bad_alloc(); });
   });
 }
 

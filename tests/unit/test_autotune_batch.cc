@@ -18,6 +18,7 @@
 
 #include "kiln/autotune/measure_process.h"
 #include "kiln/support/error.h"
+#include "test_crash.h"
 
 using namespace kiln::autotune;
 
@@ -27,11 +28,7 @@ namespace {
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
-void segfault() {
-  // Both volatile: the compiler can neither see the null (and trap) nor drop the store.
-  volatile int* volatile p = nullptr;
-  *p = 42;
-}
+using kiln_test::segfault;
 
 IsolatedBuild good(double value) {
   return [value] { return IsolatedFn([value] { return std::vector<double>{value}; }); };
@@ -104,7 +101,7 @@ IsolatedBuild logged(const std::string& path, double build_s, double value) {
 
 }  // namespace
 
-TEST_CASE("batch: failing builds and runs are each their candidate's error; good ones keep their order",
+TEST_CASE("batch: failing builds and runs are each their candidate's error, good ones keep their order",
           "[autotune][measure][batch]") {
   std::vector<IsolatedBuild> jobs = {
       good(1.0),
@@ -151,7 +148,7 @@ TEST_CASE("batch: failing builds and runs are each their candidate's error; good
   CHECK(no_children_left());
 }
 
-TEST_CASE("batch: builds overlap up to build_jobs; no run overlaps a build or another run",
+TEST_CASE("batch: builds overlap up to build_jobs, no run overlaps a build or another run",
           "[autotune][measure][batch]") {
   for (int build_jobs : {1, 2}) {
     DYNAMIC_SECTION("build_jobs " << build_jobs) {

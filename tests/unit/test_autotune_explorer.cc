@@ -123,7 +123,7 @@ TEST_CASE("explorer: guided search finds the optimum far sooner than random sear
   CHECK(learned * 10 < random);
 }
 
-TEST_CASE("explorer: seeded runs are reproducible; batches are new, distinct and diverse", "[autotune][explorer]") {
+TEST_CASE("explorer: seeded runs are reproducible, batches are new, distinct and diverse", "[autotune][explorer]") {
   auto run = [](uint64_t seed) {
     ExplorerOptions o;
     o.seed = seed;
@@ -248,7 +248,7 @@ TEST_CASE("explorer: without a model the neighbourhood share is around the start
   CHECK_THROWS_WITH(Explorer(synthetic_space(), wrong), Catch::Contains("start point is not a point of the space"));
 }
 
-TEST_CASE("explorer: small spaces run out cleanly; early stopping", "[autotune][explorer]") {
+TEST_CASE("explorer: small spaces run out cleanly, and early stopping", "[autotune][explorer]") {
   ConfigSpace tiny;
   Config rec(&tiny);
   rec.define_knob("a", {1, 2, 3}, 1);
@@ -283,7 +283,7 @@ TEST_CASE("explorer: small spaces run out cleanly; early stopping", "[autotune][
   CHECK(es.should_stop());
 }
 
-TEST_CASE("explorer: a small space is scored exhaustively; ties broken by the seed", "[autotune][explorer]") {
+TEST_CASE("explorer: a small space is scored exhaustively, ties broken by the seed", "[autotune][explorer]") {
   // 2205 points, under the exhaustive limit.
   ConfigSpace space = synthetic_space(/*with_vec=*/false);
   REQUIRE(space.size() <= ExplorerOptions().exhaustive_limit);

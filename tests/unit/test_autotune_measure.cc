@@ -12,6 +12,7 @@
 
 #include "kiln/autotune/measure_process.h"
 #include "kiln/support/error.h"
+#include "test_crash.h"
 
 using namespace kiln::autotune;
 
@@ -47,9 +48,7 @@ TEST_CASE("measure: a normal candidate's values come back", "[autotune][measure]
 TEST_CASE("measure: crashes, aborts, exits and exceptions are recorded as errors", "[autotune][measure]") {
   IsolatedResult segv = run_isolated(
       [] {
-        // Both volatile: the compiler can neither see the null (and trap) nor drop the store.
-        volatile int* volatile p = nullptr;
-        *p = 42;
+        kiln_test::segfault();
         return std::vector<double>{1.0};
       },
       5.0);

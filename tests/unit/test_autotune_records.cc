@@ -98,7 +98,7 @@ TEST_CASE("records: a log appends, reads back, and reports malformed lines by nu
   std::remove(path.c_str());
 }
 
-TEST_CASE("records: a torn last line stays one malformed line; the next record after it is whole",
+TEST_CASE("records: a torn last line stays one malformed line, the next record after it is whole",
           "[autotune][records]") {
   const std::string path = temp_path("torn.json");
   std::remove(path.c_str());

@@ -1,21 +1,26 @@
 // The tuner end to end on synthetic tasks: a tiled-matmul template whose loop program is real
 // (lowered by the real passes, so features are real) but whose "measurement" is a synthetic
-// function of the config, no code generation. Finds the optimum; crashes, hangs, wrong results
-// and build failures are recorded and the tuner goes on; seeded runs repeat; logs resume.
+// function of the config, no code generation. Finds the optimum; crashes, hangs, wrong results,
+// build failures and candidates out of memory are recorded and the tuner goes on; each record is
+// logged before the next candidate runs; seeded runs repeat; logs resume.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <thread>
 
 #include <unistd.h>
 
+#include "kiln/autotune/measure_process.h"
 #include "kiln/autotune/tuner.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
+#include "test_crash.h"
 
 using namespace kiln::autotune;
 using namespace kiln::ir;
@@ -64,7 +69,26 @@ struct Faults {
   bool wrong_ji2 = false;        // "wrong result" when the j tile is 2
   bool build_fail_scalar = false;  // the build throws for vec=0, par=0
   bool hang_build_ii2 = false;     // the build never returns when the i tile is 2
+  bool hog_memory_ji4 = false;     // the run allocates without bound when the j tile is 4
+  // Each run appends to this file how many lines the tuning log held when it started.
+  std::string probe_log, probe_out;
 };
+
+// Allocates and touches 16 MiB blocks until an allocation fails: only under an enforced limit.
+[[noreturn]] void hog_memory() {
+  std::vector<std::unique_ptr<char[]>> held;
+  for (;;) {
+    held.emplace_back(new char[size_t{16} << 20]);
+    std::memset(held.back().get(), 1, size_t{16} << 20);
+  }
+}
+
+size_t lines_in(const std::string& path) {
+  std::ifstream f(path);
+  size_t n = 0;
+  for (std::string line; std::getline(f, line);) ++n;
+  return n;
+}
 
 Task matmul_task(int64_t m, int64_t n, int64_t k, Faults faults = {}) {
   Task task;
@@ -87,14 +111,13 @@ Task matmul_task(int64_t m, int64_t n, int64_t k, Faults faults = {}) {
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
       }
       return [=]() -> std::vector<double> {
-        if (faults.crash_ii1 && t.ii == 1) {
-          volatile int* volatile p = nullptr;
-          *p = 1;
-        }
+        if (faults.crash_ii1 && t.ii == 1) kiln_test::segfault();
         if (faults.hang_ki1 && t.ki == 1) {
           for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
         }
         if (faults.wrong_ji2 && t.ji == 2) throw kiln::Error("wrong result: max abs error 3.5 at C[0]");
+        if (faults.hog_memory_ji4 && t.ji == 4) hog_memory();
+        if (!faults.probe_out.empty()) std::ofstream(faults.probe_out, std::ios::app) << lines_in(faults.probe_log) << "\n";
         double s = flops / (synthetic_gflops(t) * 1e9);
         return {s * 1.02, s, s * 0.99};
       };
@@ -189,7 +212,7 @@ TEST_CASE("tuner: finds a near-optimal config of a synthetic task, logging every
   std::remove(o.log_path.c_str());
 }
 
-TEST_CASE("tuner: crashing, hanging, wrong and unbuildable candidates are errors; tuning goes on", "[autotune][tuner]") {
+TEST_CASE("tuner: crashing, hanging, wrong and unbuildable candidates are errors, and tuning goes on", "[autotune][tuner]") {
   Faults f;
   f.crash_ii1 = f.hang_ki1 = f.wrong_ji2 = f.build_fail_scalar = true;
   Task task = matmul_task(64, 64, 64, f);
@@ -242,6 +265,67 @@ TEST_CASE("tuner: a candidate whose build hangs is cut off at the timeout", "[au
   CHECK(hung == r.errors);
   CHECK(hung > 0);
   std::remove(o.log_path.c_str());
+}
+
+TEST_CASE("tuner: a candidate that exhausts its memory is an error record, and tuning goes on", "[autotune][tuner][memory]") {
+  if (!memory_limit_enforced()) {
+    WARN("skipped: the memory limit is not enforced under a sanitizer, and this test would exhaust the machine");
+    return;
+  }
+  Faults f;
+  f.hog_memory_ji4 = true;
+  Task task = matmul_task(64, 64, 64, f);
+  TunerOptions o;
+  o.trials = 24;
+  o.seed = 6;
+  o.build_jobs = 2;
+  o.explorer.epsilon = 1.0;  // all random: tile_j 4 is met (fixed seed)
+  o.memory_limit_mb = (data_segment_bytes() >> 20) + 256;
+  o.log_path = temp_log("memory");
+  TuneResult r = tune(task, o);
+  CHECK(r.trials == 24);
+  REQUIRE(r.best.has_value());
+  int out_of_memory = 0;
+  for (const TuningRecord& rec : read_log(o.log_path).records) {
+    if (rec.ok()) continue;
+    INFO(rec.error);
+    CHECK(rec.error.rfind("out of memory: the candidate exceeded its memory limit of " +
+                              std::to_string(o.memory_limit_mb) + " MiB",
+                          0) == 0);
+    ++out_of_memory;
+  }
+  CHECK(out_of_memory == r.errors);
+  CHECK(out_of_memory > 0);
+  std::remove(o.log_path.c_str());
+
+  // A limit the tuner's own copy already fills is refused before anything is measured.
+  o.memory_limit_mb = 1;
+  CHECK_THROWS_WITH(tune(task, o), Catch::Matches("the memory limit per candidate, 1 MiB, is not above the [0-9]+ MiB "
+                                                  "the tuner itself holds, which every candidate starts with"));
+}
+
+TEST_CASE("tuner: each record is in the log before the next candidate runs", "[autotune][tuner]") {
+  Faults f;
+  f.probe_log = temp_log("probe_log");
+  f.probe_out = temp_log("probe_out");
+  Task task = matmul_task(64, 64, 64, f);
+  TunerOptions o;
+  o.trials = 16;  // two batches of 8
+  o.seed = 1;
+  o.build_jobs = 2;
+  o.log_path = f.probe_log;
+  TuneResult r = tune(task, o);
+  CHECK(r.trials == 16);
+  // The k-th run of the tune found the k records before it in the log, mid-batch too: a tuner
+  // killed at any moment has logged everything it measured but the candidate in hand.
+  std::vector<size_t> seen;
+  std::ifstream probe(f.probe_out);
+  for (size_t n; probe >> n;) seen.push_back(n);
+  std::vector<size_t> expected(16);
+  for (size_t k = 0; k < 16; ++k) expected[k] = k;
+  CHECK(seen == expected);
+  std::remove(f.probe_log.c_str());
+  std::remove(f.probe_out.c_str());
 }
 
 TEST_CASE("tuner: a seeded tune is reproducible", "[autotune][tuner]") {

@@ -1,14 +1,17 @@
 // kiln tune MODEL.onnx --log LOG.json [--trials N] [--target T] [--seed S] [--plot OUT.svg]
-//           [--build-jobs J] [--input-shape NAME=D0,D1,...]
+//           [--build-jobs J] [--memory-limit-mb M] [--input-shape NAME=D0,D1,...]
 //
 // Extracts the model's distinct tunable kernels (autotune/graph_tasks.h), tunes each for N trials
 // (resumed trials in LOG count), appending every measurement to LOG, prints one line per task
 // and optionally the best-so-far curves as an SVG. `kiln compile --tuning-log LOG` applies it.
+// A run killed at any point loses only the candidates it was measuring: the same command again
+// resumes from LOG and measures only what is missing.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -30,6 +33,8 @@ struct TuneArgs {
   uint64_t seed = 0;
   double timeout_s = 10;
   int build_jobs = autotune::default_build_jobs();
+  // Signed, so that a negative value is refused rather than wrapped to a huge limit.
+  int64_t memory_limit_mb = static_cast<int64_t>(autotune::default_memory_limit_mb());
   bool all_groups = false;
   bool cold_weights = false;
   bool no_winograd = false;
@@ -42,6 +47,7 @@ int run_tune(const TuneArgs& a) {
   KILN_USER_CHECK(a.trials >= 1) << "--trials must be at least 1, got " << a.trials;
   KILN_USER_CHECK(a.timeout_s > 0) << "--timeout must be positive";
   KILN_USER_CHECK(a.build_jobs >= 1) << "--build-jobs must be at least 1, got " << a.build_jobs;
+  KILN_USER_CHECK(a.memory_limit_mb >= 0) << "--memory-limit-mb must be 0 (no limit) or more, got " << a.memory_limit_mb;
   // A log that exists must be one (resumed); a missing one is created by the first record.
   TuningLog existing = read_log_checked(a.log, /*must_exist=*/false);
   const std::filesystem::path log_dir = std::filesystem::absolute(a.log).parent_path();
@@ -81,6 +87,7 @@ int run_tune(const TuneArgs& a) {
   // of that template, grouped by task, it ranks a new task's candidates from its first batch
   // instead of guessing at random.
   std::map<std::string, CostModel> models;
+  std::set<std::string> notes_printed;
   for (size_t i = 0; i < tasks.size(); ++i) {
     TunerOptions o;
     o.trials = a.trials;
@@ -89,9 +96,11 @@ int run_tune(const TuneArgs& a) {
     o.seed = a.seed + i;  // each task its own stream, all fixed by --seed
     o.timeout_s = a.timeout_s;
     o.build_jobs = a.build_jobs;
+    o.memory_limit_mb = static_cast<size_t>(a.memory_limit_mb);
     o.measure_default_first = true;  // never record a schedule slower than the default as best
     TuneResult r = tune(tasks[i].task, o, &models[workload_template(tasks[i].task.workload_key)]);
-    for (const std::string& note : r.notes) std::cerr << "note: " << note << "\n";
+    for (const std::string& note : r.notes)  // each task reads the log: a bad line is noted once
+      if (notes_printed.insert(note).second) std::cerr << "note: " << note << "\n";
     measured += r.trials - r.resumed;
     remaining -= budget[i];
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -130,6 +139,11 @@ void add_tune(CLI::App& app, int* status) {
                 fmt::format("candidates built (code generation) at once (default: the number of cores, {}); their "
                             "timed runs are one at a time either way",
                             args->build_jobs));
+  c->add_option("--memory-limit-mb", args->memory_limit_mb,
+                fmt::format("MiB a candidate may allocate, its build and run together (its start as a copy of the "
+                            "tuner included), before it is recorded as out of memory (default: half the memory, {} "
+                            "MiB; 0: no limit)",
+                            args->memory_limit_mb));
   c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
   c->add_flag("--no-winograd", args->no_winograd, "tune the direct convs `kiln compile --no-winograd` builds");
   c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");

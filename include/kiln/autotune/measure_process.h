@@ -31,6 +31,21 @@ using IsolatedFn = std::function<std::vector<double>()>;
 // returns the step that runs (measures) it.
 using IsolatedBuild = std::function<IsolatedFn()>;
 
+// What a batch's children may use, and who hears of each result first.
+struct IsolationOptions {
+  // The most memory (bytes; 0: no limit) a child may hold in private writable mappings: its heap
+  // and anonymous mmaps, the copy of the parent it starts as included (RLIMIT_DATA). A build or
+  // run that allocates past it fails at that allocation, so a runaway candidate ends as
+  // "out of memory: ..." instead of meeting the kernel's OOM killer (or taking the machine down
+  // with it). Not enforced under AddressSanitizer or ThreadSanitizer (memory_limit_enforced()).
+  size_t memory_limit_bytes = 0;
+  // Called in the parent with each job's index and result, in the order of the jobs, as soon as
+  // that job and every job before it are over: e.g. to log each measurement before the rest of
+  // the batch runs, so that a tuner killed in mid-batch keeps what it measured. What it throws
+  // ends the batch (its children are killed and reaped) and comes out of run_isolated_batch.
+  std::function<void(size_t job, const IsolatedResult& result)> on_result;
+};
+
 // Builds and runs each job in its own forked child and returns their values or errors, in the
 // order of `jobs`. Up to build_jobs children build at once; a built child then waits, idle,
 // until every build of the batch is over, and the built ones run one at a time in order: no two
@@ -42,12 +57,25 @@ using IsolatedBuild = std::function<IsolatedFn()>;
 // A child is a copy of the calling thread only: the jobs must not rely on other threads of the
 // parent (a thread pool must be started inside the child). Core dumps are disabled in the child
 // and its fatal-signal handlers reset, so a crash is the child's alone; the child is killed if
-// the parent dies. Never throws for anything a child does.
+// the parent dies. Never throws for anything a child does. A child that runs out of memory
+// (std::bad_alloc) reports "out of memory: ..." naming the limit; one killed by SIGKILL that
+// the batch did not send (the kernel's OOM killer, usually) says so.
 std::vector<IsolatedResult> run_isolated_batch(const std::vector<IsolatedBuild>& jobs, int build_jobs,
-                                               double timeout_s);
+                                               double timeout_s, const IsolationOptions& options = {});
 
 // Runs fn alone in a forked child (a batch of one with nothing to build): its values or its error.
-IsolatedResult run_isolated(const IsolatedFn& fn, double timeout_s);
+IsolatedResult run_isolated(const IsolatedFn& fn, double timeout_s, const IsolationOptions& options = {});
+
+// Whether IsolationOptions::memory_limit_bytes is enforced: false in builds under AddressSanitizer
+// or ThreadSanitizer, whose shadow memory is terabytes of reserved mappings that any limit on a
+// process's mappings would already exceed.
+bool memory_limit_enforced();
+// The memory this machine lets the process use: the physical memory, or the cgroup's limit when
+// lower (a container). 0 when neither can be read.
+size_t usable_memory_bytes();
+// What the calling process holds in private writable mappings now (VmData): what a forked child
+// starts with, counted against its memory limit. 0 when /proc cannot be read.
+size_t data_segment_bytes();
 
 struct TimerOptions {
   int warmup = 1;               // untimed calls before the samples

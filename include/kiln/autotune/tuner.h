@@ -1,9 +1,12 @@
 // The tuning loop for one task: the explorer proposes a batch, its candidates are built in
 // parallel and then measured one at a time, each in an isolated child process, every
-// measurement is appended to the log, the cost model is retrained on all of them, and again,
-// until the trial budget is spent, the space is exhausted, or early stopping fires. An existing
-// log resumes the run: its configs of this task count as trials and are never measured again,
-// and they train the model from the start.
+// measurement is appended to the log as soon as it is taken, the cost model is retrained on all
+// of them, and again, until the trial budget is spent, the space is exhausted, or early
+// stopping fires. An existing log resumes the run: its configs of this task count as trials and
+// are never measured again, and they train the model from the start. So a tuner killed at any
+// moment loses at most the candidates it was measuring, and the same call again finishes the
+// job: the trial budget is the task's total, not this run's (unlike TVM's n_trial, which would
+// measure a whole new budget after each restart).
 #pragma once
 
 #include <functional>
@@ -30,6 +33,9 @@ struct TuneProgress {
 
 // The number of cores (at least 1): TunerOptions::build_jobs by default.
 int default_build_jobs();
+// Half of the memory this machine lets the process use (usable_memory_bytes), in MiB:
+// TunerOptions::memory_limit_mb by default. 0 (no limit) when that cannot be read.
+size_t default_memory_limit_mb();
 
 struct TunerOptions {
   int trials = 64;            // per task, resumed trials included
@@ -38,6 +44,11 @@ struct TunerOptions {
   // Candidates of a batch built at once (code generation, in their children). Their timed runs
   // are always one at a time after the batch's builds, so this changes tuning time, not timings.
   int build_jobs = default_build_jobs();
+  // The most memory one candidate's child may hold, in MiB, its start as a copy of the tuner
+  // included (IsolationOptions::memory_limit_bytes); 0: no limit. A candidate that allocates
+  // past it is an error record ("out of memory: ..."), not the end of the tuner or the machine;
+  // a limit at or below what the tuner itself holds is refused, since every candidate would fail.
+  size_t memory_limit_mb = default_memory_limit_mb();
   std::string log_path;       // appended to, and read first to resume; empty: no log
   std::string target = "llvm";
   uint64_t seed = 0;          // overrides explorer.seed
