@@ -57,6 +57,22 @@ void check_lowerings(const relay::FusedModule& m) {
                         << ":" << list;
 }
 
+// What an error while lowering one group is about: "kernel fused_nn_relu_0 (nn.relu, node
+// 'relu1')". Lowering checks limits no type relation sees (int32 loop extents, say), and its
+// messages name only te placeholders: this names the kernel's ops and ONNX nodes.
+std::string group_culprit(const relay::FusedGroup& g, const std::string& kernel) {
+  std::vector<std::string> nodes;
+  for (const relay::Expr& e : g.calls) {
+    const std::string& n = e.as<relay::CallNode>()->name;
+    if (!n.empty() && std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+  }
+  std::string list;
+  for (size_t i = 0; i < nodes.size() && i < 3; ++i) list += (i ? ", '" : "'") + nodes[i] + "'";
+  if (nodes.size() > 3) list += ", ... " + std::to_string(nodes.size()) + " in all";
+  if (!nodes.empty()) list = (nodes.size() > 1 ? ", nodes " : ", node ") + list;
+  return "kernel " + kernel + " (" + g.label() + list + ")";
+}
+
 }  // namespace
 
 CompileOptions::Layout parse_layout(const std::string& name) {
@@ -151,14 +167,20 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   for (size_t i = 0; i < fused.groups.size(); ++i) {
     const relay::FusedGroup& group = fused.groups[i];
     names.push_back(lower::kernel_name(group, static_cast<int>(i)));
-    // Lowering: the target's strategy, the group's te program, its schedule.
-    lower::Strategy strategy = lower::select_strategy(group, options.target, program.strategy_options);
-    lower::GroupProgram te_program = lower::group_to_te(group, strategy, &program.prepacked);
-    schedule::Config cfg;
-    if (options.schedules) options.schedules->config_for(group, strategy, program.prepacked, &cfg);
-    schedule::Schedule s = lower::schedule_group(te_program, group, strategy, options.target, cfg);
-    // Loop passes.
-    out.kernels.push_back(codegen::lower_to_ir(s, te_program.args(), names.back(), pipeline));
+    try {
+      // Lowering: the target's strategy, the group's te program, its schedule.
+      lower::Strategy strategy = lower::select_strategy(group, options.target, program.strategy_options);
+      lower::GroupProgram te_program = lower::group_to_te(group, strategy, &program.prepacked);
+      schedule::Config cfg;
+      if (options.schedules) options.schedules->config_for(group, strategy, program.prepacked, &cfg);
+      schedule::Schedule s = lower::schedule_group(te_program, group, strategy, options.target, cfg);
+      // Loop passes.
+      out.kernels.push_back(codegen::lower_to_ir(s, te_program.args(), names.back(), pipeline));
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(group_culprit(group, names.back()) + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error(group_culprit(group, names.back()) + ": " + e.what());
+    }
   }
   if (options.schedules) {
     std::vector<std::string> notes = options.schedules->notes();

@@ -27,6 +27,37 @@ const TensorTypeNode& Expr::tensor_type() const {
 
 const std::string& CallNode::op_name() const { return op->name; }
 
+namespace {
+// The inputs of the nodes being destroyed on this thread, while an outer destructor drains them.
+thread_local std::vector<Expr>* dying = nullptr;
+
+// Destroying a node releases its inputs, whose destructors would release theirs in turn: a
+// recursion as deep as the graph, which overflows the stack on a chain of some 200000 nodes
+// (issue 11). Instead, a dying node hands its inputs to the outermost such destructor on the
+// thread, which releases them one at a time; those that die add their own inputs to its list.
+void release_inputs(std::vector<Expr>& inputs) {
+  if (dying) {
+    for (Expr& e : inputs) dying->push_back(std::move(e));
+    return;
+  }
+  std::vector<Expr> list = std::move(inputs);
+  dying = &list;
+  while (!list.empty()) {
+    Expr last = std::move(list.back());
+    list.pop_back();
+    last = Expr();  // if this was the last reference, its destructor appends to `list`
+  }
+  dying = nullptr;
+}
+}  // namespace
+
+CallNode::~CallNode() { release_inputs(args); }
+TupleNode::~TupleNode() { release_inputs(fields); }
+TupleGetItemNode::~TupleGetItemNode() {
+  std::vector<Expr> input{std::move(tuple)};
+  release_inputs(input);
+}
+
 Expr make_var(std::string name, Type type) {
   KILN_USER_CHECK(type.as<TensorTypeNode>() != nullptr)
       << "graph input '" << name << "' must have a tensor type, not " << type.str();

@@ -181,18 +181,25 @@ void check_storable(DataType t) {
 
 HostTensor::HostTensor(DataType dtype, Shape shape, std::vector<uint8_t> bytes) : dtype_(dtype), shape_(std::move(shape)) {
   check_storable(dtype);
-  for (int64_t d : shape_) KILN_USER_CHECK(d >= 0) << "negative dimension in tensor shape " << shape_str(shape_);
-  int64_t want = num_elements(shape_) * dtype.bytes();
+  int64_t want = checked_tensor_bytes(dtype, shape_);
   KILN_USER_CHECK(static_cast<int64_t>(bytes.size()) == want)
       << "tensor " << dtype.str() << shape_str(shape_) << " needs " << want << " bytes, got " << bytes.size();
   bytes_ = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
 }
 
+namespace {
+// The bytes the pointer constructor copies (zeros for null), sized only after the shape passed
+// the limit: a hostile shape must be an error, not an overflowing size or a huge allocation.
+std::vector<uint8_t> copy_bytes(DataType dtype, const Shape& shape, const void* data) {
+  auto n = static_cast<size_t>(checked_tensor_bytes(dtype, shape));
+  if (!data) return std::vector<uint8_t>(n);
+  const auto* p = static_cast<const uint8_t*>(data);
+  return std::vector<uint8_t>(p, p + n);
+}
+}  // namespace
+
 HostTensor::HostTensor(DataType dtype, Shape shape, const void* data)
-    : HostTensor(dtype, shape,
-                 data ? std::vector<uint8_t>(static_cast<const uint8_t*>(data),
-                                             static_cast<const uint8_t*>(data) + num_elements(shape) * dtype.bytes())
-                      : std::vector<uint8_t>(static_cast<size_t>(num_elements(shape) * dtype.bytes()))) {}
+    : HostTensor(dtype, shape, copy_bytes(dtype, shape, data)) {}
 
 HostTensor HostTensor::zeros(DataType dtype, Shape shape) { return HostTensor(dtype, std::move(shape), nullptr); }
 

@@ -31,10 +31,21 @@ std::string shape_str(const Shape& shape) {
   return s + "]";
 }
 
+int64_t checked_tensor_bytes(DataType dtype, const Shape& shape) {
+  for (int64_t d : shape) KILN_USER_CHECK(d >= 0) << "negative dimension in shape " << shape_str(shape);
+  int64_t n = num_elements(shape), bytes = 0;
+  // Saturated counts (num_elements) and products past the limit both land here.
+  bool too_big = __builtin_mul_overflow(n, int64_t{dtype.bytes()}, &bytes) || bytes > kMaxTensorBytes;
+  KILN_USER_CHECK(!too_big) << "tensor " << dtype.str() << shape_str(shape) << " has "
+                            << (n == INT64_MAX ? std::string("more than 2^63") : std::to_string(n))
+                            << " elements, more bytes than the 256 GiB kiln allows for one tensor";
+  return bytes;
+}
+
 Type tensor_type(DataType dtype, Shape shape) {
   KILN_USER_CHECK(dtype.is_scalar() && !dtype.is_handle())
       << "a tensor element type must be a scalar data type, not " << dtype.str();
-  for (int64_t d : shape) KILN_USER_CHECK(d >= 0) << "negative dimension in shape " << shape_str(shape);
+  checked_tensor_bytes(dtype, shape);
   return Type(std::make_shared<TensorTypeNode>(dtype, std::move(shape)));
 }
 

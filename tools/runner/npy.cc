@@ -122,6 +122,10 @@ Array read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse(bytes, path);
+}
+
+Array parse(const std::string& bytes, const std::string& path) {
   if (bytes.size() < kMagicLen + 4 || bytes.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
     fail(path, "not a NumPy .npy file (no \\x93NUMPY magic)");
   int major = static_cast<uint8_t>(bytes[6]);
@@ -148,7 +152,12 @@ Array read(const std::string& path) {
   if (fortran != "False")
     fail(path, "the array is in Fortran order; kiln reads C-order arrays (numpy: np.ascontiguousarray(a))");
   a.shape = parse_shape(path, shape);
-  size_t want = static_cast<size_t>(a.num_elements()) * Array::element_bytes(a.dtype);
+  // The bytes the shape needs, without overflow (dims of a hostile header multiply past int64,
+  // and a wrapped count could even match the file): Array::num_elements() is then safe to call.
+  size_t want = Array::element_bytes(a.dtype);
+  for (int64_t d : a.shape)
+    if (__builtin_mul_overflow(want, static_cast<size_t>(d), &want) || want > size_t{INT64_MAX})
+      fail(path, "the header's shape " + shape + " is too large: its byte count overflows");
   size_t have = bytes.size() - header_at - header_len;
   if (have != want)
     fail(path, "the header's shape " + shape + " of " + dtype_name(a.dtype) + " needs " + std::to_string(want) +

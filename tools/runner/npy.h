@@ -37,6 +37,8 @@ std::string dtype_name(DLDataType t);
 
 // Reads `path`; throws npy::Error naming the file and what is wrong with it.
 Array read(const std::string& path);
+// The same from a file's bytes; `path` only names it in messages.
+Array parse(const std::string& bytes, const std::string& path);
 // Writes `a` as a version 1.0 file; throws npy::Error naming the file or the dtype.
 void write(const std::string& path, const Array& a);
 

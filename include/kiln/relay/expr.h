@@ -81,6 +81,7 @@ struct CallNode : ExprNode {
   std::string name;
   CallNode(Type t, const OpDef* o, std::vector<Expr> a, Attrs at, std::string n)
       : ExprNode(ExprKind::Call, std::move(t)), op(o), args(std::move(a)), attrs(std::move(at)), name(std::move(n)) {}
+  ~CallNode() override;  // iterative: see release_inputs in expr.cc
   static bool matches(ExprKind k) { return k == ExprKind::Call; }
   const std::string& op_name() const;
 };
@@ -88,6 +89,7 @@ struct CallNode : ExprNode {
 struct TupleNode : ExprNode {
   std::vector<Expr> fields;
   TupleNode(Type t, std::vector<Expr> f) : ExprNode(ExprKind::Tuple, std::move(t)), fields(std::move(f)) {}
+  ~TupleNode() override;
   static bool matches(ExprKind k) { return k == ExprKind::Tuple; }
 };
 
@@ -95,6 +97,7 @@ struct TupleGetItemNode : ExprNode {
   Expr tuple;
   int index;
   TupleGetItemNode(Type t, Expr tup, int i) : ExprNode(ExprKind::TupleGetItem, std::move(t)), tuple(std::move(tup)), index(i) {}
+  ~TupleGetItemNode() override;
   static bool matches(ExprKind k) { return k == ExprKind::TupleGetItem; }
 };
 

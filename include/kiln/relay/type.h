@@ -64,7 +64,15 @@ struct TupleTypeNode : TypeNode {
   static bool matches(TypeKind k) { return k == TypeKind::Tuple; }
 };
 
-// Checking constructors: scalar dtypes only (no vector lanes, no handle), dims >= 0.
+// The most bytes one tensor may have: 256 GiB. A model that declares more (an input, an
+// initializer, or an op whose inferred output is that big, e.g. Expand to 1e6 x 1e6) is refused
+// with an error naming it, before anything is allocated or an overflowing size computed from it.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 38;
+// The bytes of a dtype x shape; kiln::Error when more than kMaxTensorBytes (or a dim < 0).
+int64_t checked_tensor_bytes(DataType dtype, const Shape& shape);
+
+// Checking constructors: scalar dtypes only (no vector lanes, no handle), dims >= 0, at most
+// kMaxTensorBytes.
 Type tensor_type(DataType dtype, Shape shape);
 Type tuple_type(std::vector<Type> fields);
 

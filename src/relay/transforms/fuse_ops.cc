@@ -29,6 +29,11 @@ using analysis::value_key;
 
 // A generous cap: kernels with hundreds of ops compile slowly and gain nothing more.
 constexpr int kMaxFusedOps = 256;
+// Inlined into one kernel, an op is computed once per path from it to the group's root, so a
+// chain of ops that each read the previous value twice (y = x * x, z = y + y, ...) grows as 2^n
+// and lowering it never ends. A group stops growing before its expression would apply more ops
+// than this; real epilogues, with their few repeated reads (SiLU's x * sigmoid(x)), stay far below.
+constexpr int64_t kMaxInlinedOps = 4096;
 
 class Fuser {
  public:
@@ -37,9 +42,11 @@ class Fuser {
     parent_.resize(n);
     pattern_.resize(n);
     size_.assign(n, 1);
+    members_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       parent_[i] = static_cast<int>(i);
       pattern_[i] = g.nodes[i].pattern;
+      members_[i] = {static_cast<int>(i)};
     }
   }
 
@@ -90,31 +97,69 @@ class Fuser {
     // A reduction never joins its consumers: they read the whole reduced value.
   }
 
+  // Whether every node on the paths from src's consumers to sink (sink included) passes `ok`.
+  // Explicit stacks here and below: those paths can be as long as the graph.
   template <typename F>
   bool check_path(int src, int sink, F ok) {
     visited_.clear();
-    for (const auto& use : g_.nodes[src].uses)
-      if (!check_path_from(use.consumer, sink, ok)) return false;
-    return true;
-  }
-  template <typename F>
-  bool check_path_from(int n, int sink, F ok) {
-    if (!visited_.insert(n).second) return true;
-    if (!ok(pattern_[find(n)], n == sink)) return false;
-    if (n == sink) return true;
-    for (const auto& use : g_.nodes[n].uses)
-      if (!check_path_from(use.consumer, sink, ok)) return false;
+    std::vector<int> stack;
+    for (const auto& use : g_.nodes[src].uses) stack.push_back(use.consumer);
+    while (!stack.empty()) {
+      int n = stack.back();
+      stack.pop_back();
+      if (!visited_.insert(n).second) continue;
+      if (!ok(pattern_[find(n)], n == sink)) return false;
+      if (n == sink) continue;
+      for (const auto& use : g_.nodes[n].uses) stack.push_back(use.consumer);
+    }
     return true;
   }
 
-  void commit(int src, int sink) {
+  // src and every node on its paths to sink (sink excluded): what commit merges into sink's group.
+  std::vector<int> nodes_before(int src, int sink) {
     visited_.clear();
-    commit_from(src, sink, find(sink));
+    std::vector<int> out, stack = {src};
+    while (!stack.empty()) {
+      int n = stack.back();
+      stack.pop_back();
+      if (n == sink || !visited_.insert(n).second) continue;
+      out.push_back(n);
+      for (const auto& use : g_.nodes[n].uses) stack.push_back(use.consumer);
+    }
+    return out;
   }
-  void commit_from(int n, int sink, int target) {
-    if (n == sink || !visited_.insert(n).second) return;
-    merge(n, target);
-    for (const auto& use : g_.nodes[n].uses) commit_from(use.consumer, sink, target);
+
+  void commit(int src, int sink) {
+    std::vector<int> nodes = nodes_before(src, sink);
+    if (inlined_ops(nodes, sink) > kMaxInlinedOps) return;
+    int target = find(sink);
+    for (int n : nodes) merge(n, target);
+  }
+
+  // The op applications of the group that merging `nodes` into sink's would make, all inlined:
+  // each member counts once per path to the root (tree sizes over the members, an in-group
+  // argument added once per read). Saturates above the cap.
+  int64_t inlined_ops(const std::vector<int>& merged, int sink) {
+    std::set<int> groups = {find(sink)};
+    for (int n : merged) groups.insert(find(n));
+    std::vector<int> nodes;
+    for (int grp : groups) nodes.insert(nodes.end(), members_[grp].begin(), members_[grp].end());
+    std::sort(nodes.begin(), nodes.end());  // post order: producers first
+    std::map<int, int64_t> tree;
+    int64_t most = 0;
+    for (int n : nodes) {
+      int64_t t = 1;
+      if (const auto* call = g_.nodes[n].expr.as<CallNode>()) {
+        for (const Expr& a : call->args) {
+          auto idx = g_.index_of.find(a.get());
+          auto k = idx == g_.index_of.end() ? tree.end() : tree.find(idx->second);
+          if (k != tree.end()) t = std::min(t + k->second, kMaxInlinedOps + 1);
+        }
+      }
+      tree[n] = t;
+      most = std::max(most, t);
+    }
+    return most;
   }
   void merge(int child, int parent) {
     child = find(child);
@@ -122,6 +167,8 @@ class Fuser {
     if (child == parent) return;
     parent_[child] = parent;
     size_[parent] += size_[child];
+    members_[parent].insert(members_[parent].end(), members_[child].begin(), members_[child].end());
+    members_[child].clear();
     pattern_[parent] = std::max(pattern_[parent], pattern_[child]);
   }
 
@@ -130,6 +177,7 @@ class Fuser {
   std::vector<int> parent_;
   std::vector<OpPattern> pattern_;
   std::vector<int> size_;
+  std::vector<std::vector<int>> members_;  // by group root: the nodes of the group
   std::set<int> visited_;
 };
 

@@ -55,7 +55,8 @@ class CompileTimeInputError : public Error {
 // Imports a model file.
 Module from_onnx(const std::string& path, const OnnxImportOptions& opts = {});
 // Imports a serialized ModelProto; `origin` names it in messages. `model_dir` is where
-// external tensor data files are looked up (empty: the current directory).
+// external tensor data files are looked up (empty: the current directory); a location that
+// leaves it (an absolute path, "..", a symlink pointing out) is an error.
 Module from_onnx_bytes(const std::string& bytes, const std::string& origin, const OnnxImportOptions& opts = {},
                        const std::string& model_dir = "");
 
@@ -76,6 +77,9 @@ struct NamedTensor {
 // Reads a serialized TensorProto (raw_data or typed fields; float, double, float16, bfloat16,
 // int8..int64, uint8..uint64 and bool).
 NamedTensor load_tensor_pb(const std::string& path);
+// The same from the bytes of one; `origin` names it in messages, and external data is looked up
+// in `dir` (empty: the current directory) and must stay inside it.
+NamedTensor parse_tensor_pb(const std::string& bytes, const std::string& origin, const std::string& dir = "");
 // Writes one as a TensorProto with raw_data.
 void save_tensor_pb(const std::string& path, const HostTensor& value, const std::string& name);
 

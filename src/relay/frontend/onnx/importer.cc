@@ -46,10 +46,16 @@ class Importer {
     find_shape_inputs();
     add_initializers();
     add_inputs();
+    for (int i = 0; i < graph_.node_size(); ++i)
+      for (const auto& o : graph_.node(i).output()) producer_.emplace(o, i);
     for (int i = 0; i < graph_.node_size(); ++i) convert_node(graph_.node(i), i);
     std::vector<Expr> outputs;
     std::vector<std::string> names;
+    std::set<std::string> seen;
     for (const auto& o : graph_.output()) {
+      // The module's outputs are found by name: each must have one of its own.
+      KILN_USER_CHECK(!o.name().empty()) << origin_ << ": a graph output has no name";
+      KILN_USER_CHECK(seen.insert(o.name()).second) << origin_ << ": graph output '" << o.name() << "' is listed twice";
       outputs.push_back(lookup(o.name(), origin_ + ": graph output '" + o.name() + "'"));
       names.push_back(o.name());
     }
@@ -134,7 +140,11 @@ class Importer {
 
   void add_inputs() {
     std::set<std::string> names;
-    for (const auto& in : graph_.input()) names.insert(in.name());
+    for (const auto& in : graph_.input()) {
+      // Inputs are bound by name (kiln run --input NAME=..., the runtime's set_input).
+      KILN_USER_CHECK(!in.name().empty()) << origin_ << ": a graph input has no name";
+      KILN_USER_CHECK(names.insert(in.name()).second) << origin_ << ": graph input '" << in.name() << "' is listed twice";
+    }
     for (const auto& [name, shape] : opts_.input_shapes)
       KILN_USER_CHECK(names.count(name) && !values_.count(name))
           << origin_ << ": a shape is given for '" << name << "', which is not a model input (its inputs: "
@@ -198,6 +208,11 @@ class Importer {
               << shape_str(*given) << " has " << (*given)[d];
         shape = *given;
       }
+      try {  // a declared 1e12-element input is refused here, naming it, before any use of its size
+        checked_tensor_bytes(dtype, shape);
+      } catch (const Error& e) {
+        throw Error(what + ": " + e.what());
+      }
       if (opts_.bind.count(in.name())) {  // specialized: a constant everywhere, no longer an input
         values_[in.name()] = make_constant(*value);
         continue;
@@ -208,18 +223,27 @@ class Importer {
       values_[in.name()] = bound_.count(in.name()) ? make_constant(opts_.input_values.at(in.name())) : v;
       // So does an input with no elements: it has no data, so nodes read an empty constant
       // (a reduction over it folds to its identity; no kernel sees an empty tensor).
-      int64_t elements = 1;
-      for (int64_t d : shape) elements *= d;
-      if (elements == 0) values_[in.name()] = make_constant(HostTensor(dtype, shape, std::vector<uint8_t>{}));
+      if (num_elements(shape) == 0) values_[in.name()] = make_constant(HostTensor(dtype, shape, std::vector<uint8_t>{}));
     }
   }
 
-  Expr lookup(const std::string& name, const std::string& user) {
+  // The value `name` that `user` (node number `reader`, or -1 for a graph output) reads.
+  Expr lookup(const std::string& name, const std::string& user, int reader = -1) {
     auto it = values_.find(name);
     if (it != values_.end()) return it->second;
     auto un = unproduced_.find(name);
     KILN_SUPPORTED(un == unproduced_.end()) << user << " reads '" << name << "', " << un->second
                                              << ", which kiln does not support";
+    // Nodes convert in graph order, so a value made by this node or a later one is a cycle (or
+    // a graph out of the topological order ONNX requires): say so rather than "not produced".
+    auto p = producer_.find(name);
+    if (reader >= 0 && p != producer_.end() && p->second >= reader) {
+      const auto& n = graph_.node(p->second);
+      KILN_USER_CHECK(p->second != reader) << user << " reads '" << name << "', its own output: the graph has a cycle";
+      KILN_THROW() << user << " reads '" << name << "', which node " << display_name(n, p->second) << " ("
+                   << n.op_type() << ") produces after it: the graph has a cycle, or its nodes are not in "
+                   << "topological order";
+    }
     KILN_THROW() << user << " reads '" << name
                  << "', which no earlier node, initializer or graph input produces";
     return {};
@@ -228,7 +252,7 @@ class Importer {
   void convert_node(const ::onnx::NodeProto& node, int index) {
     std::string where = origin_ + ": ONNX node " + display_name(node, index) + " (" + node.op_type() + ")";
     std::vector<Expr> inputs;
-    for (const auto& name : node.input()) inputs.push_back(name.empty() ? Expr() : lookup(name, where));
+    for (const auto& name : node.input()) inputs.push_back(name.empty() ? Expr() : lookup(name, where, index));
     NodeContext ctx(node, opset_, std::move(inputs), opts_, dir_);
     std::vector<Expr> outs;
     try {
@@ -261,6 +285,7 @@ class Importer {
   std::vector<Expr> params_;
   std::unordered_map<std::string, Expr> values_;
   std::unordered_map<std::string, std::string> unproduced_;
+  std::unordered_map<std::string, int> producer_;  // value name -> the first node that outputs it
   std::set<std::string> bound_;
 };
 

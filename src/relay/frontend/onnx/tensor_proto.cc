@@ -1,4 +1,6 @@
 // TensorProto reading and writing: initializers, Constant values, and the .pb test data files.
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -63,24 +65,66 @@ int dtype_to_onnx(DataType t) {
 
 namespace {
 
-std::string read_external(const ::onnx::TensorProto& t, const std::string& model_dir, size_t nbytes) {
+// An external_data number (offset, length): decimal digits only, within int64.
+int64_t external_number(const ::onnx::TensorProto& t, const std::string& key, const std::string& text) {
+  bool digits = !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
+  KILN_USER_CHECK(digits) << "tensor '" << t.name() << "': external data " << key << " '" << text
+                          << "' is not a byte count";
+  return std::stoll(text);
+}
+
+// The file an external_data location names, which must lie inside the model's folder once
+// symlinks and ".." are resolved: a downloaded model must not read /etc/passwd or ~/.ssh through
+// "../../", an absolute path or a symlink planted beside it (as ONNX's own checker refuses). It
+// must be a regular file, so that a FIFO or a device cannot hang or flood the reader.
+std::string external_path(const ::onnx::TensorProto& t, const std::string& location, const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  const std::string what = "tensor '" + t.name() + "'";
+  KILN_USER_CHECK(!location.empty()) << what << " has external data without a location";
+  KILN_USER_CHECK(location.find('\0') == std::string::npos) << what << ": external data location has a NUL byte";
+  KILN_USER_CHECK(fs::path(location).is_relative())
+      << what << ": external data location '" << location
+      << "' is an absolute path; it must be relative to the model's folder";
+  std::string path = model_dir.empty() ? location : model_dir + "/" + location;
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  KILN_USER_CHECK(!ec) << "cannot open external data file '" << path << "' of " << what;
+  fs::path folder = fs::canonical(model_dir.empty() ? "." : model_dir, ec);
+  KILN_USER_CHECK(!ec) << "cannot open the model's folder '" << model_dir << "' for the external data of " << what;
+  auto inside = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end()).first == folder.end();
+  KILN_USER_CHECK(inside)
+      << what << ": external data location '" << location << "' resolves to '" << real.string()
+      << "', outside the model's folder '" << folder.string() << "'";
+  KILN_USER_CHECK(fs::is_regular_file(real, ec)) << what << ": external data file '" << path << "' is not a regular file";
+  return real.string();
+}
+
+std::string read_external(const ::onnx::TensorProto& t, const std::string& model_dir, int64_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    if (kv.key() == "offset") offset = std::stoll(kv.value());
-    if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "offset") offset = external_number(t, "offset", kv.value());
+    if (kv.key() == "length") length = external_number(t, "length", kv.value());
   }
-  KILN_USER_CHECK(!location.empty()) << "tensor '" << t.name() << "' has external data without a location";
-  std::string path = model_dir.empty() ? location : model_dir + "/" + location;
+  const std::string shown = model_dir.empty() ? location : model_dir + "/" + location;
+  std::string path = external_path(t, location, model_dir);
+  // Sizes are checked against the file before anything is allocated: a tiny file must not make
+  // kiln allocate what a hostile shape declares.
+  KILN_USER_CHECK(length < 0 || length == nbytes)
+      << "tensor '" << t.name() << "': external data length " << length << " bytes, its type needs " << nbytes;
+  std::error_code ec;
+  auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  KILN_USER_CHECK(!ec && offset <= size && nbytes <= size - offset)
+      << "external data file '" << shown << "' is too short for tensor '" << t.name() << "' (" << nbytes
+      << " bytes at offset " << offset << ")";
   std::ifstream in(path, std::ios::binary);
-  KILN_USER_CHECK(in.good()) << "cannot open external data file '" << path << "' of tensor '" << t.name() << "'";
-  size_t want = length >= 0 ? static_cast<size_t>(length) : nbytes;
-  std::string bytes(want, '\0');
+  KILN_USER_CHECK(in.good()) << "cannot open external data file '" << shown << "' of tensor '" << t.name() << "'";
+  std::string bytes(static_cast<size_t>(nbytes), '\0');
   in.seekg(offset);
-  in.read(bytes.data(), static_cast<std::streamsize>(want));
-  KILN_USER_CHECK(static_cast<size_t>(in.gcount()) == want)
-      << "external data file '" << path << "' is too short for tensor '" << t.name() << "'";
+  in.read(bytes.data(), static_cast<std::streamsize>(nbytes));
+  KILN_USER_CHECK(in.gcount() == nbytes)
+      << "external data file '" << shown << "' is too short for tensor '" << t.name() << "'";
   return bytes;
 }
 
@@ -93,18 +137,20 @@ HostTensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& mo
   DataType dtype = dtype_from_onnx(t.data_type(), what);
   Shape shape(t.dims().begin(), t.dims().end());
   for (int64_t d : shape) KILN_USER_CHECK(d >= 0) << what << " has a negative dim in " << shape_str(shape);
-  int64_t n = num_elements(shape);
-  size_t nbytes = static_cast<size_t>(n * dtype.bytes());
+  int64_t n = num_elements(shape), nbytes = 0;
+  try {
+    nbytes = checked_tensor_bytes(dtype, shape);
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
 
   if (t.data_location() == TP::EXTERNAL) {
     std::string raw = read_external(t, model_dir, nbytes);
-    KILN_USER_CHECK(raw.size() == nbytes) << what << " external data holds " << raw.size() << " bytes, its type "
-                                          << dtype.str() << shape_str(shape) << " needs " << nbytes;
     return HostTensor(dtype, shape, raw.data());
   }
   if (t.has_raw_data()) {
     // raw_data is little-endian, as is every host kiln targets.
-    KILN_USER_CHECK(t.raw_data().size() == nbytes) << what << " raw_data holds " << t.raw_data().size()
+    KILN_USER_CHECK(static_cast<int64_t>(t.raw_data().size()) == nbytes) << what << " raw_data holds " << t.raw_data().size()
                                                     << " bytes, its type " << dtype.str() << shape_str(shape)
                                                     << " needs " << nbytes;
     return HostTensor(dtype, shape, t.raw_data().data());
@@ -151,22 +197,28 @@ HostTensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& mo
 
 namespace kiln::relay {
 
+NamedTensor parse_tensor_pb(const std::string& bytes, const std::string& origin, const std::string& dir) {
+  ::onnx::TensorProto proto;
+  // Protobuf parses many byte strings; a TensorProto without an element type is not one.
+  KILN_USER_CHECK(proto.ParseFromString(bytes) && proto.data_type() != 0)
+      << origin << " is not a serialized ONNX TensorProto";
+  try {
+    return {proto.name(), onnx_frontend::tensor_from_proto(proto, dir)};
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(origin + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error(origin + ": " + e.what());
+  }
+}
+
 NamedTensor load_tensor_pb(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   KILN_USER_CHECK(in.good()) << "cannot open tensor file '" << path << "'";
   std::stringstream ss;
   ss << in.rdbuf();
-  ::onnx::TensorProto proto;
-  // Protobuf parses many byte strings; a TensorProto without an element type is not one.
-  KILN_USER_CHECK(proto.ParseFromString(ss.str()) && proto.data_type() != 0)
-      << "'" << path << "' is not a serialized ONNX TensorProto";
-  try {
-    return {proto.name(), onnx_frontend::tensor_from_proto(proto, "")};
-  } catch (const UnsupportedError& e) {
-    throw UnsupportedError("'" + path + "': " + e.what());
-  } catch (const Error& e) {
-    throw Error("'" + path + "': " + e.what());
-  }
+  // External data of a .pb lives beside it, as an initializer's beside its model.
+  size_t slash = path.find_last_of('/');
+  return parse_tensor_pb(ss.str(), "'" + path + "'", slash == std::string::npos ? "" : path.substr(0, slash));
 }
 
 void save_tensor_pb(const std::string& path, const HostTensor& value, const std::string& name) {
