@@ -168,9 +168,9 @@ std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_
   add_string(KILN_SYM_MAGIC, KILN_MODULE_MAGIC);
   add_string(KILN_SYM_VERSION, plan.kiln_version);
   add_string(KILN_SYM_TARGET, plan.target);
-  std::string json = runtime::to_json(plan);
-  add_string(KILN_SYM_PLAN, json);
-  add(KILN_SYM_PLAN_SIZE, llvm::ConstantInt::get(i64, json.size()), 8);
+  std::string plan_bytes = runtime::encode_plan(plan);
+  add(KILN_SYM_PLAN, llvm::ConstantDataArray::getString(ctx, plan_bytes, /*AddNull=*/false), 8);
+  add(KILN_SYM_PLAN_SIZE, llvm::ConstantInt::get(i64, plan_bytes.size()), 8);
   // Padded to a whole, non-empty number of 64-byte blocks: a zero-sized symbol could share
   // its address with the next one, and kernels may read whole vectors of the last constant.
   std::string blob(weights.begin(), weights.end());

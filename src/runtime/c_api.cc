@@ -4,10 +4,17 @@
 
 #include <new>
 #include <string>
+#include <type_traits>
 
 #include "kiln/runtime/graph_executor.h"
 
+// A module is its built-in context: the executor holds the loaded code and weights, which
+// further contexts share.
 struct kiln_module {
+  kiln::runtime::GraphExecutor exec;
+};
+
+struct kiln_context {
   kiln::runtime::GraphExecutor exec;
 };
 
@@ -23,12 +30,12 @@ kiln_status set_error(kiln_status status, const std::string& message) {
   return status;
 }
 
-// Runs f (which may throw) and turns what it throws into a status and a message prefixed by
-// the API function's name.
-template <typename F>
-kiln_status guarded(const char* api, F&& f) {
+// Runs body(closure) (which may throw) and turns what it throws into a status and a message
+// prefixed by the API function's name. One function, not a template over the callable: its
+// catch clauses exist once rather than once per API function (the runtime's size budget).
+kiln_status guarded_call(const char* api, void (*body)(void*), void* closure) {
   try {
-    f();
+    body(closure);
     return KILN_OK;
   } catch (const RuntimeError& e) {
     return set_error(static_cast<kiln_status>(e.kind()), std::string(api) + ": " + e.what());
@@ -43,6 +50,12 @@ kiln_status guarded(const char* api, F&& f) {
   }
 }
 
+template <typename F>
+kiln_status guarded(const char* api, F&& f) {
+  using Body = std::remove_reference_t<F>;
+  return guarded_call(api, [](void* c) { (*static_cast<Body*>(c))(); }, &f);
+}
+
 void require(const void* p, const char* what) {
   if (p == nullptr) throw RuntimeError(ErrorKind::kInvalidArgument, std::string(what) + " is NULL");
 }
@@ -52,6 +65,49 @@ void fill_info(const kiln::runtime::TensorInfo& t, kiln_tensor_info* info) {
   info->ndim = static_cast<int32_t>(t.shape.size());
   info->shape = t.shape.data();
   info->dtype = t.dtype;
+}
+
+// The run path, shared by a module's built-in context and kiln_context: H is either, both
+// holding an executor named exec; `what` names it in the NULL message.
+template <class H>
+kiln_status set_input_by_name(const char* api, H* h, const char* what, const char* name, const DLTensor* value) {
+  return guarded(api, [&] {
+    require(h, what);
+    require(name, "name");
+    require(value, "value");
+    h->exec.set_input(std::string(name), *value);
+  });
+}
+template <class H>
+kiln_status set_input_by_index(const char* api, H* h, const char* what, int32_t index, const DLTensor* value) {
+  return guarded(api, [&] {
+    require(h, what);
+    require(value, "value");
+    h->exec.set_input(static_cast<int>(index), *value);
+  });
+}
+template <class H>
+kiln_status run(const char* api, H* h, const char* what) {
+  return guarded(api, [&] {
+    require(h, what);
+    h->exec.run();
+  });
+}
+template <class H>
+kiln_status get_output(const char* api, const H* h, const char* what, int32_t index, DLTensor* out) {
+  return guarded(api, [&] {
+    require(h, what);
+    require(out, "out");
+    h->exec.get_output(index, *out);
+  });
+}
+template <class H>
+kiln_status get_output_view(const char* api, const H* h, const char* what, int32_t index, DLTensor* view) {
+  return guarded(api, [&] {
+    require(h, what);
+    require(view, "view");
+    *view = h->exec.output_view(index);
+  });
 }
 
 }  // namespace
@@ -129,43 +185,42 @@ kiln_status kiln_module_input_index(const kiln_module* mod, const char* name, in
 }
 
 kiln_status kiln_module_set_input(kiln_module* mod, const char* name, const DLTensor* value) {
-  return guarded("kiln_module_set_input", [&] {
-    require(mod, "module");
-    require(name, "name");
-    require(value, "value");
-    mod->exec.set_input(std::string(name), *value);
-  });
+  return set_input_by_name("kiln_module_set_input", mod, "module", name, value);
 }
-
 kiln_status kiln_module_set_input_index(kiln_module* mod, int32_t index, const DLTensor* value) {
-  return guarded("kiln_module_set_input_index", [&] {
-    require(mod, "module");
-    require(value, "value");
-    mod->exec.set_input(static_cast<int>(index), *value);
-  });
+  return set_input_by_index("kiln_module_set_input_index", mod, "module", index, value);
 }
-
-kiln_status kiln_module_run(kiln_module* mod) {
-  return guarded("kiln_module_run", [&] {
-    require(mod, "module");
-    mod->exec.run();
-  });
-}
-
+kiln_status kiln_module_run(kiln_module* mod) { return run("kiln_module_run", mod, "module"); }
 kiln_status kiln_module_get_output(const kiln_module* mod, int32_t index, DLTensor* out) {
-  return guarded("kiln_module_get_output", [&] {
+  return get_output("kiln_module_get_output", mod, "module", index, out);
+}
+kiln_status kiln_module_get_output_view(const kiln_module* mod, int32_t index, DLTensor* view) {
+  return get_output_view("kiln_module_get_output_view", mod, "module", index, view);
+}
+
+kiln_status kiln_context_create(const kiln_module* mod, kiln_context** out) {
+  if (out != nullptr) *out = nullptr;
+  return guarded("kiln_context_create", [&] {
     require(mod, "module");
     require(out, "out");
-    mod->exec.get_output(index, *out);
+    *out = new kiln_context{kiln::runtime::GraphExecutor(mod->exec.shared_module())};
   });
 }
 
-kiln_status kiln_module_get_output_view(const kiln_module* mod, int32_t index, DLTensor* view) {
-  return guarded("kiln_module_get_output_view", [&] {
-    require(mod, "module");
-    require(view, "view");
-    *view = mod->exec.output_view(index);
-  });
+void kiln_context_free(kiln_context* ctx) { delete ctx; }
+
+kiln_status kiln_context_set_input(kiln_context* ctx, const char* name, const DLTensor* value) {
+  return set_input_by_name("kiln_context_set_input", ctx, "context", name, value);
+}
+kiln_status kiln_context_set_input_index(kiln_context* ctx, int32_t index, const DLTensor* value) {
+  return set_input_by_index("kiln_context_set_input_index", ctx, "context", index, value);
+}
+kiln_status kiln_context_run(kiln_context* ctx) { return run("kiln_context_run", ctx, "context"); }
+kiln_status kiln_context_get_output(const kiln_context* ctx, int32_t index, DLTensor* out) {
+  return get_output("kiln_context_get_output", ctx, "context", index, out);
+}
+kiln_status kiln_context_get_output_view(const kiln_context* ctx, int32_t index, DLTensor* view) {
+  return get_output_view("kiln_context_get_output_view", ctx, "context", index, view);
 }
 
 }  // extern "C"

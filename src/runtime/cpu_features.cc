@@ -7,7 +7,8 @@
 // user space may execute.
 #include "kiln/runtime/cpu_features.h"
 
-#include <sstream>
+#include <cstdint>
+
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -19,6 +20,19 @@
 namespace kiln::runtime {
 namespace {
 
+// The non-empty pieces of `s` between `sep`s (no <sstream>: the runtime's size budget).
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 enum Reg { EAX, EBX, ECX, EDX };
 // Register state the OS must save for a feature to count, as LLVM decides it: kAvxState needs
@@ -26,12 +40,15 @@ enum Reg { EAX, EBX, ECX, EDX };
 // needs OSXSAVE and the XCR0 tile bits 17-18.
 enum State { kNoState, kAvxState, kAvx512State, kAmxState };
 
+// The name is stored inline and the numbers in bytes: a table of pointers would cost a
+// relocation (24 bytes) per entry in the runtime's size budget.
 struct FeatureBit {
-  const char* name;
-  unsigned leaf, subleaf;
-  Reg reg;
-  int bit;
-  State state;
+  char name[20];
+  unsigned leaf;
+  uint8_t subleaf;
+  Reg reg : 8;
+  uint8_t bit;
+  State state : 8;
 };
 
 const FeatureBit kFeatures[] = {
@@ -117,8 +134,8 @@ unsigned long long read_xcr0() {
 // check is compiled (the unit tests check aarch64 targets on x86-64). A feature counts when every
 // bit of its mask is set (LLVM's "aes" is AES and PMULL, "sha2" SHA1 and SHA2, ...).
 struct HwcapFeature {
-  const char* name;
-  int word;  // 1: AT_HWCAP, 2: AT_HWCAP2
+  char name[12];  // inline, as FeatureBit's
+  int word;       // 1: AT_HWCAP, 2: AT_HWCAP2
   unsigned long mask;
 };
 const HwcapFeature kAarch64Features[] = {
@@ -247,11 +264,10 @@ CpuFeatures host_cpu_features() {
 }
 
 std::string target_incompatibility(const std::string& target, const CpuFeatures& cpu) {
-  std::istringstream is(target);
-  std::string kind, tok, triple, mcpu, mattr;
-  is >> kind;
+  std::vector<std::string> words = split(target, ' ');
+  std::string kind = words.empty() ? "" : words[0], triple, mcpu, mattr;
   if (kind != "llvm") return "target '" + target + "' is not a CPU target (kind '" + kind + "')";
-  while (is >> tok) {
+  for (const std::string& tok : words) {
     if (tok.rfind("-mtriple=", 0) == 0) triple = tok.substr(9);
     else if (tok.rfind("-mcpu=", 0) == 0) mcpu = tok.substr(6);
     else if (tok.rfind("-mattr=", 0) == 0) mattr = tok.substr(7);
@@ -261,8 +277,7 @@ std::string target_incompatibility(const std::string& target, const CpuFeatures&
     return "the module was built for " + arch + " (triple " + triple + ") and this machine is " + cpu.arch;
 
   std::set<std::string> enabled, disabled;
-  std::istringstream fs(mattr);
-  while (std::getline(fs, tok, ',')) {
+  for (const std::string& tok : split(mattr, ',')) {
     if (tok.size() < 2) continue;
     // LLVM applies the list in order: a later +f/-f overrides an earlier one.
     std::string name = tok.substr(1);
@@ -271,9 +286,8 @@ std::string target_incompatibility(const std::string& target, const CpuFeatures&
   }
   for (const CpuImplies& ci : kCpuImplies) {
     if (mcpu.empty() || std::string(ci.cpus).find(" " + mcpu + " ") == std::string::npos) continue;
-    std::istringstream imp(ci.features);
-    while (imp >> tok)
-      if (!disabled.count(tok)) enabled.insert(tok);
+    for (const std::string& f : split(ci.features, ' '))
+      if (!disabled.count(f)) enabled.insert(f);
   }
   const std::vector<std::string>& known = checkable_cpu_features(cpu.arch);
   std::string missing;

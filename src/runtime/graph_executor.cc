@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 #include "kiln/runtime/module_format.h"
 
@@ -89,11 +88,11 @@ struct GraphExecutor::Impl {
   std::vector<std::vector<void*>> node_args;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<int> input_entries, output_entries;
-  std::vector<bool> input_set;
+  std::vector<uint8_t> input_set;  // bytes, not vector<bool>: its code would cost the runtime 1 KiB
   // Inputs whose bytes a node may overwrite (memory planning let an intermediate share them)
   // are kept here and copied in at every run, so run() can be repeated.
   std::vector<std::vector<char>> staged;
-  std::vector<bool> needs_staging;
+  std::vector<uint8_t> needs_staging;
   bool have_outputs = false;
   bool profiling = false;
   std::vector<GraphExecutor::NodeProfile> profile;
@@ -163,7 +162,7 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const LoadedModule> module) : impl_
     m.needs_staging.push_back(shared);
     m.staged.emplace_back(shared ? m.bytes_of(io.entry) : 0);
   }
-  m.input_set.assign(m.inputs.size(), false);
+  m.input_set.assign(m.inputs.size(), 0);
   for (const GraphIO& io : plan.outputs) {
     m.outputs.push_back(info(io));
     m.output_entries.push_back(io.entry);
@@ -175,6 +174,7 @@ GraphExecutor& GraphExecutor::operator=(GraphExecutor&&) noexcept = default;
 GraphExecutor::~GraphExecutor() = default;
 
 const LoadedModule& GraphExecutor::module() const { return *impl_->module; }
+std::shared_ptr<const LoadedModule> GraphExecutor::shared_module() const { return impl_->module; }
 int GraphExecutor::num_inputs() const { return static_cast<int>(impl_->inputs.size()); }
 int GraphExecutor::num_outputs() const { return static_cast<int>(impl_->outputs.size()); }
 
@@ -214,7 +214,7 @@ void GraphExecutor::set_input(int index, const DLTensor& value) {
   strided_copy(value, dst, dtype_bytes(info.dtype), /*to_compact=*/true);
   // Outputs stay valid: an input that shares bytes with any other entry is staged, so this
   // copy never lands on an output.
-  m.input_set[index] = true;
+  m.input_set[index] = 1;
 }
 
 void GraphExecutor::set_input(const std::string& name, const DLTensor& value) { set_input(input_index(name), value); }
@@ -288,32 +288,30 @@ const std::vector<GraphExecutor::NodeProfile>& GraphExecutor::profile() const { 
 std::string GraphExecutor::profile_table() const {
   const std::vector<NodeProfile>& prof = impl_->profile;
   if (prof.empty() || prof[0].seconds.empty()) return "";
-  struct Row {
-    double median;
-    size_t node;
-  };
-  std::vector<Row> rows;
+  std::vector<double> median;
+  std::vector<size_t> order;
   double total = 0;
   for (size_t n = 0; n < prof.size(); ++n) {
     std::vector<double> v = prof[n].seconds;
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    rows.push_back({v[v.size() / 2], n});
-    total += rows.back().median;
+    median.push_back(v[v.size() / 2]);
+    order.push_back(n);
+    total += median.back();
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.median > b.median; });
-  std::ostringstream out;
+  // Slowest first; ties in plan order.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return median[a] != median[b] ? median[a] > median[b] : a < b; });
+  std::string out;
   char line[160];
   std::snprintf(line, sizeof line, "%4s %10s %7s %7s  %-44s %s\n", "node", "median ms", "share", "samples", "kernel", "label");
-  out << line;
-  for (const Row& r : rows) {
-    const NodeProfile& p = prof[r.node];
-    std::snprintf(line, sizeof line, "%4zu %10.4f %6.2f%% %7zu  %-44s ", r.node, r.median * 1e3,
-                  total > 0 ? 100.0 * r.median / total : 0.0, p.seconds.size(), p.kernel.c_str());
-    out << line << p.label << "\n";
+  out += line;
+  for (size_t n : order) {
+    const NodeProfile& p = prof[n];
+    std::snprintf(line, sizeof line, "%4zu %10.4f %6.2f%% %7zu  %-44s ", n, median[n] * 1e3,
+                  total > 0 ? 100.0 * median[n] / total : 0.0, p.seconds.size(), p.kernel.c_str());
+    out += line + p.label + "\n";
   }
   std::snprintf(line, sizeof line, "sum of node medians %.4f ms over %zu nodes\n", total * 1e3, prof.size());
-  out << line;
-  return out.str();
+  return out + line;
 }
 
 }  // namespace kiln::runtime

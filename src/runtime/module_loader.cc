@@ -95,6 +95,40 @@ bool version_compatible(const std::string& module_version) {
   return major_minor(module_version) == major_minor(KILN_VERSION_STRING);
 }
 
+GraphPlan validate_module_data(const ModuleData& d, const std::string& path) {
+  if (!version_compatible(d.version))
+    fail(ErrorKind::kIncompatible, path,
+         "written by kiln " + d.version + ", this runtime is kiln " KILN_VERSION_STRING +
+             " (recompile the model with this version)");
+  std::string why = target_incompatibility(d.target, host_cpu_features());
+  if (!why.empty()) fail(ErrorKind::kIncompatible, path, why);
+
+  GraphPlan plan;
+  try {
+    plan = decode_plan(d.plan, d.plan_size);
+  } catch (const kiln::Error& e) {
+    fail(ErrorKind::kInvalidModule, path, std::string("corrupt kiln module: ") + e.what());
+  }
+  if (plan.target != d.target || plan.kiln_version != d.version)
+    fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: its plan and its metadata disagree on target or version");
+
+  if (static_cast<int64_t>(d.weights_size) != plan.weights_bytes || d.weights_checksum != plan.weights_checksum)
+    fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: its plan and its metadata disagree on the weights");
+  if (reinterpret_cast<uintptr_t>(d.weights) % KILN_MODULE_WEIGHTS_ALIGNMENT != 0)
+    fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: the weights are not 64-byte aligned");
+  uint64_t actual = fnv1a64(d.weights, d.weights_size);
+  if (actual != d.weights_checksum) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "weights checksum mismatch (expected %016llx, computed %016llx): the weights are corrupt",
+                  static_cast<unsigned long long>(d.weights_checksum), static_cast<unsigned long long>(actual));
+    fail(ErrorKind::kInvalidModule, path, buf);
+  }
+
+  std::string problem = plan_problem(plan, plan.weights_bytes);
+  if (!problem.empty()) fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: malformed plan: " + problem);
+  return plan;
+}
+
 std::shared_ptr<const LoadedModule> LoadedModule::load(const std::string& path) {
   if (path.empty()) throw RuntimeError(ErrorKind::kInvalidArgument, "cannot load module: empty path");
   check_file(path);
@@ -136,42 +170,18 @@ std::shared_ptr<const LoadedModule> LoadedModule::load(const std::string& path) 
     if (p == nullptr) fail(ErrorKind::kInvalidModule, path, std::string("corrupt kiln module: no symbol ") + name);
     return p;
   };
-  m->version_ = static_cast<const char*>(need(KILN_SYM_VERSION));
-  if (!version_compatible(m->version_))
-    fail(ErrorKind::kIncompatible, path,
-         "written by kiln " + m->version_ + ", this runtime is kiln " KILN_VERSION_STRING +
-             " (recompile the model with this version)");
-  m->target_ = static_cast<const char*>(need(KILN_SYM_TARGET));
-  std::string why = target_incompatibility(m->target_, host_cpu_features());
-  if (!why.empty()) fail(ErrorKind::kIncompatible, path, why);
-
-  const char* plan_text = static_cast<const char*>(need(KILN_SYM_PLAN));
-  uint64_t plan_size = *static_cast<const uint64_t*>(need(KILN_SYM_PLAN_SIZE));
-  try {
-    m->plan_ = plan_from_json(std::string(plan_text, plan_size));
-  } catch (const kiln::Error& e) {
-    fail(ErrorKind::kInvalidModule, path, std::string("corrupt kiln module: ") + e.what());
-  }
-  if (m->plan_.target != m->target_ || m->plan_.kiln_version != m->version_)
-    fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: its plan and its metadata disagree on target or version");
-
-  m->weights_ = static_cast<const uint8_t*>(need(KILN_SYM_WEIGHTS));
-  uint64_t weights_size = *static_cast<const uint64_t*>(need(KILN_SYM_WEIGHTS_SIZE));
-  uint64_t checksum = *static_cast<const uint64_t*>(need(KILN_SYM_WEIGHTS_CHECKSUM));
-  if (static_cast<int64_t>(weights_size) != m->plan_.weights_bytes || checksum != m->plan_.weights_checksum)
-    fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: its plan and its metadata disagree on the weights");
-  if (reinterpret_cast<uintptr_t>(m->weights_) % KILN_MODULE_WEIGHTS_ALIGNMENT != 0)
-    fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: the weights are not 64-byte aligned");
-  uint64_t actual = fnv1a64(m->weights_, weights_size);
-  if (actual != checksum) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf), "weights checksum mismatch (expected %016llx, computed %016llx): the weights are corrupt",
-                  static_cast<unsigned long long>(checksum), static_cast<unsigned long long>(actual));
-    fail(ErrorKind::kInvalidModule, path, buf);
-  }
-
-  std::string problem = plan_problem(m->plan_, m->plan_.weights_bytes);
-  if (!problem.empty()) fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: malformed plan: " + problem);
+  ModuleData d;
+  d.version = static_cast<const char*>(need(KILN_SYM_VERSION));
+  d.target = static_cast<const char*>(need(KILN_SYM_TARGET));
+  d.plan = need(KILN_SYM_PLAN);
+  d.plan_size = *static_cast<const uint64_t*>(need(KILN_SYM_PLAN_SIZE));
+  d.weights = static_cast<const uint8_t*>(need(KILN_SYM_WEIGHTS));
+  d.weights_size = *static_cast<const uint64_t*>(need(KILN_SYM_WEIGHTS_SIZE));
+  d.weights_checksum = *static_cast<const uint64_t*>(need(KILN_SYM_WEIGHTS_CHECKSUM));
+  m->plan_ = validate_module_data(d, path);
+  m->version_ = d.version;
+  m->target_ = d.target;
+  m->weights_ = d.weights;
 
   for (size_t n = 0; n < m->plan_.nodes.size(); ++n) {
     const GraphNode& node = m->plan_.nodes[n];
@@ -183,8 +193,10 @@ std::shared_ptr<const LoadedModule> LoadedModule::load(const std::string& path) 
   }
 
   // Last: the module is valid, connect its kernels to this runtime's thread pool.
+  // Atomic: the same library loaded from two threads at once is one mapping, and both write
+  // the slot (the same value) while the first may already run kernels that read it.
   auto* slot = static_cast<void**>(need(KILN_SYM_PARALLEL_FOR_SLOT));
-  *slot = reinterpret_cast<void*>(&kiln_parallel_for);
+  __atomic_store_n(slot, reinterpret_cast<void*>(&kiln_parallel_for), __ATOMIC_RELEASE);
   return m;
 }
 

@@ -2,7 +2,6 @@
 #include "kiln/runtime/ndarray.h"
 
 #include <cstdlib>
-#include <sstream>
 
 namespace kiln::runtime {
 
@@ -25,22 +24,27 @@ std::string dtype_str(DLDataType t) {
 }
 
 std::string shape_str(const int64_t* shape, int ndim) {
-  std::ostringstream os;
-  os << "[";
-  for (int i = 0; i < ndim; ++i) os << (i ? ", " : "") << shape[i];
-  os << "]";
-  return os.str();
+  std::string s = "[";
+  for (int i = 0; i < ndim; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
+
+namespace {
+// Messages are built with std::string, not the streams of KILN_USER_CHECK: the runtime's size
+// budget (issue 11).
+[[noreturn]] void fail(const std::string& message) { throw Error(message); }
+std::string describe(const NDArray& a) { return dtype_str(a.dtype()) + " " + shape_str(a.shape().data(), a.ndim()); }
+}  // namespace
 
 NDArray::Container::~Container() { std::free(tensor.data); }
 
 NDArray NDArray::empty(const std::vector<int64_t>& shape, DLDataType dtype) {
   int64_t n = 1;
   for (int64_t e : shape) {
-    KILN_USER_CHECK(e >= 0) << "NDArray::empty: negative extent in shape " << shape_str(shape.data(), static_cast<int>(shape.size()));
+    if (e < 0) fail("NDArray::empty: negative extent in shape " + shape_str(shape.data(), static_cast<int>(shape.size())));
     n *= e;
   }
-  KILN_USER_CHECK(dtype.lanes >= 1 && dtype.bits >= 1) << "NDArray::empty: invalid dtype " << dtype_str(dtype);
+  if (dtype.lanes < 1 || dtype.bits < 1) fail("NDArray::empty: invalid dtype " + dtype_str(dtype));
   NDArray a;
   a.c_ = std::make_shared<Container>();
   a.c_->shape = shape;
@@ -49,7 +53,7 @@ NDArray NDArray::empty(const std::vector<int64_t>& shape, DLDataType dtype) {
   // posix_memalign with size 0 may return nullptr; allocate at least one aligned block so
   // data pointers are always valid and aligned.
   if (posix_memalign(&p, kAllocAlignment, bytes == 0 ? kAllocAlignment : bytes) != 0 || p == nullptr) {
-    KILN_THROW() << "NDArray::empty: cannot allocate " << bytes << " bytes";
+    fail("NDArray::empty: cannot allocate " + std::to_string(bytes) + " bytes");
   }
   DLTensor& t = a.c_->tensor;
   t.data = p;
@@ -75,28 +79,29 @@ int64_t NDArray::numel() const {
 }
 
 void NDArray::check_element_size(size_t bytes) const {
-  KILN_USER_CHECK(defined()) << "NDArray: access to an undefined array";
-  KILN_USER_CHECK(bytes == dtype_bytes(dtype()))
-      << "NDArray: element type of " << bytes << " bytes does not match dtype " << dtype_str(dtype());
+  if (!defined()) fail("NDArray: access to an undefined array");
+  if (bytes != dtype_bytes(dtype()))
+    fail("NDArray: element type of " + std::to_string(bytes) + " bytes does not match dtype " + dtype_str(dtype()));
 }
 
 void NDArray::copy_from_bytes(const void* src, size_t n) {
-  KILN_USER_CHECK(n == nbytes()) << "NDArray::copy_from_bytes: " << n << " bytes into an array of " << nbytes()
-                                 << " bytes (" << dtype_str(dtype()) << " " << shape_str(shape().data(), ndim()) << ")";
+  if (n != nbytes())
+    fail("NDArray::copy_from_bytes: " + std::to_string(n) + " bytes into an array of " + std::to_string(nbytes()) +
+         " bytes (" + describe(*this) + ")");
   if (n) std::memcpy(raw_data(), src, n);
 }
 
 void NDArray::copy_to_bytes(void* dst, size_t n) const {
-  KILN_USER_CHECK(n == nbytes()) << "NDArray::copy_to_bytes: " << n << " bytes from an array of " << nbytes()
-                                 << " bytes (" << dtype_str(dtype()) << " " << shape_str(shape().data(), ndim()) << ")";
+  if (n != nbytes())
+    fail("NDArray::copy_to_bytes: " + std::to_string(n) + " bytes from an array of " + std::to_string(nbytes()) +
+         " bytes (" + describe(*this) + ")");
   if (n) std::memcpy(dst, raw_data(), n);
 }
 
 void NDArray::copy_from(const NDArray& other) {
-  KILN_USER_CHECK(other.defined() && defined()) << "NDArray::copy_from: undefined array";
-  KILN_USER_CHECK(other.dtype() == dtype() && other.shape() == shape())
-      << "NDArray::copy_from: source " << dtype_str(other.dtype()) << " " << shape_str(other.shape().data(), other.ndim())
-      << " does not match destination " << dtype_str(dtype()) << " " << shape_str(shape().data(), ndim());
+  if (!other.defined() || !defined()) fail("NDArray::copy_from: undefined array");
+  if (other.dtype() != dtype() || other.shape() != shape())
+    fail("NDArray::copy_from: source " + describe(other) + " does not match destination " + describe(*this));
   if (nbytes()) std::memcpy(raw_data(), other.raw_data(), nbytes());
 }
 

@@ -2,7 +2,6 @@
 // (module_loader.h). A plan comes out of a file, so every index and byte range is checked:
 // a bad one must become a clear refusal at load time, not a wild write at run time.
 #include <set>
-#include <sstream>
 
 #include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/module_format.h"
@@ -26,12 +25,11 @@ std::string check_io(const std::vector<GraphIO>& list, const char* what, const G
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
     const GraphIO& io = list[i];
-    std::ostringstream where;
-    where << what << " " << i << " '" << io.name << "'";
-    if (io.name.empty()) return where.str() + " has no name";
-    if (!names.insert(io.name).second) return where.str() + ": the name is used twice";
+    std::string where = std::string(what) + " " + std::to_string(i) + " '" + io.name + "'";
+    if (io.name.empty()) return where + " has no name";
+    if (!names.insert(io.name).second) return where + ": the name is used twice";
     if (io.entry < 0 || io.entry >= static_cast<int>(plan.entries.size()))
-      return where.str() + " names entry " + std::to_string(io.entry) + ", which does not exist";
+      return where + " names entry " + std::to_string(io.entry) + ", which does not exist";
   }
   return "";
 }
@@ -39,7 +37,6 @@ std::string check_io(const std::vector<GraphIO>& list, const char* what, const G
 }  // namespace
 
 std::string plan_problem(const GraphPlan& plan, int64_t weights_bytes) {
-  std::ostringstream os;
   for (size_t s = 0; s < plan.storage_bytes.size(); ++s)
     if (plan.storage_bytes[s] < 0) return "storage " + std::to_string(s) + " has a negative size";
   for (size_t i = 0; i < plan.entries.size(); ++i) {
@@ -62,9 +59,8 @@ std::string plan_problem(const GraphPlan& plan, int64_t weights_bytes) {
       where += " (in storage " + std::to_string(e.storage) + ")";
     }
     if (e.offset + bytes > limit) {
-      os << where << ": bytes [" << e.offset << ", " << e.offset + bytes << ") lie outside the "
-         << limit << " bytes of " << (e.is_constant ? "the weights" : "its storage");
-      return os.str();
+      return where + ": bytes [" + std::to_string(e.offset) + ", " + std::to_string(e.offset + bytes) +
+             ") lie outside the " + std::to_string(limit) + " bytes of " + (e.is_constant ? "the weights" : "its storage");
     }
   }
   for (size_t n = 0; n < plan.nodes.size(); ++n) {

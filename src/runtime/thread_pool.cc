@@ -101,12 +101,19 @@ class ThreadPool {
  private:
   void start(int32_t n) {
     n = std::max<int32_t>(1, n);
-    num_threads_.store(n, std::memory_order_relaxed);
     stop_flag_.store(false);
     // The generation is read here, not in the new thread: a job published before the thread
     // gets to run must still count as new to it.
     uint64_t gen = generation_;
-    for (int32_t i = 1; i < n; ++i) workers_.emplace_back([this, gen] { worker_loop(gen); });
+    int32_t started = 1;  // the caller of a job is its first thread
+    try {
+      workers_.reserve(static_cast<size_t>(n - 1));
+      for (; started < n; ++started) workers_.emplace_back([this, gen] { worker_loop(gen); });
+    } catch (const std::exception&) {
+      // Out of threads or memory (a process at its limit, a tuning candidate under its memory
+      // cap): the pool runs with the workers it got; with none, every loop is serial.
+    }
+    num_threads_.store(started, std::memory_order_relaxed);
   }
 
   void stop() {
@@ -235,6 +242,33 @@ ThreadPool& pool() {
   return *p;
 }
 
+// The pool, or null when it cannot be made (no memory for it): the C entry points below must
+// not throw, and run serially instead.
+ThreadPool* pool_or_null() {
+  try {
+    return &pool();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+int32_t run_serially(kiln_parallel_body body, void* closure, int32_t num_tasks) {
+  int32_t first_error = 0;
+  bool was_inside = t_inside_task;
+  t_inside_task = true;
+  for (int32_t t = 0; t < num_tasks; ++t) {
+    int32_t rc;
+    try {
+      rc = body(t, num_tasks, closure);
+    } catch (...) {
+      rc = -1;
+    }
+    if (rc != 0 && first_error == 0) first_error = rc;
+  }
+  t_inside_task = was_inside;
+  return first_error;
+}
+
 }  // namespace
 }  // namespace kiln::runtime
 
@@ -244,27 +278,16 @@ int32_t kiln_parallel_for(kiln_parallel_body body, void* closure, int32_t num_ta
   using namespace kiln::runtime;
   if (body == nullptr) return -1;
   if (num_tasks <= 0) num_tasks = t_inside_task ? 1 : kiln_get_num_threads();
-  if (num_tasks == 1 || t_inside_task || kiln_get_num_threads() == 1) {
-    // Serial: a single task, a nested call, or a one-thread pool.
-    int32_t first_error = 0;
-    bool was_inside = t_inside_task;
-    t_inside_task = true;
-    for (int32_t t = 0; t < num_tasks; ++t) {
-      int32_t rc;
-      try {
-        rc = body(t, num_tasks, closure);
-      } catch (...) {
-        rc = -1;
-      }
-      if (rc != 0 && first_error == 0) first_error = rc;
-    }
-    t_inside_task = was_inside;
-    return first_error;
-  }
-  return pool().run(body, closure, num_tasks);
+  ThreadPool* p = num_tasks == 1 || t_inside_task ? nullptr : pool_or_null();
+  // Serial: a single task, a nested call, a one-thread pool or none.
+  if (p == nullptr || p->num_threads() == 1) return run_serially(body, closure, num_tasks);
+  return p->run(body, closure, num_tasks);
 }
 
-int32_t kiln_get_num_threads(void) { return kiln::runtime::pool().num_threads(); }
+int32_t kiln_get_num_threads(void) {
+  kiln::runtime::ThreadPool* p = kiln::runtime::pool_or_null();
+  return p ? p->num_threads() : 1;
+}
 
 void kiln_set_num_threads(int32_t n) {
   using namespace kiln::runtime;
@@ -274,8 +297,8 @@ void kiln_set_num_threads(int32_t n) {
   if (n <= 0) n = default_num_threads();
   std::lock_guard<std::mutex> lock(g_pool_mutex);
   g_requested_threads = n;
-  ThreadPool& p = pool();
-  if (p.num_threads() != n) p.resize(n);
+  ThreadPool* p = pool_or_null();
+  if (p != nullptr && p->num_threads() != n) p->resize(n);
 }
 
 }  // extern "C"

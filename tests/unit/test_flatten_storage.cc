@@ -74,7 +74,7 @@ TEST_CASE("flatten: 2-D accesses become row-major flat indices", "[flatten]") {
   CHECK(f.params[0]->shape.size() == 2);
 }
 
-TEST_CASE("flatten: 4-D accesses use every stride; constant zero indices drop out", "[flatten]") {
+TEST_CASE("flatten: 4-D accesses use every stride, constant zero indices drop out", "[flatten]") {
   Buffer x = Buffer::make("X", DataType::i8(), {2, 3, 4, 5});
   Buffer y = Buffer::make("Y", DataType::i8(), {2, 3, 4, 5});
   Var n("n"), c("c"), h("h"), w("w");

@@ -43,7 +43,7 @@ TEST_CASE("fuse_ops: conv + bias + residual add + relu is one kernel", "[graph][
   CHECK(kiln::lower::kernel_name(f.groups[0], 0) == "fused_nn_conv2d_add_add_nn_relu_0");
 }
 
-TEST_CASE("fuse_ops: a diamond of elementwise ops joins the anchor; an opaque branch blocks it", "[graph][fuse]") {
+TEST_CASE("fuse_ops: a diamond of elementwise ops joins the anchor, an opaque branch blocks it", "[graph][fuse]") {
   relay::Expr x = var("x", {1, 3, 8, 8});
   relay::Expr r = call("nn.relu", {call("nn.conv2d", {x, cst({4, 3, 3, 3}, wave(108, 1, 0))}, conv_attrs())});
   SECTION("all paths elementwise") {

@@ -231,7 +231,7 @@ TEST_CASE("alter_layout: conv blocks exchange NCHW[x]c tensors with no transform
         std::string::npos);
 }
 
-TEST_CASE("alter_layout: block sizes differ per tensor; plain readers get one transform back", "[graph][alter_layout]") {
+TEST_CASE("alter_layout: block sizes differ per tensor, plain readers get one transform back", "[graph][alter_layout]") {
   relay::Expr x = var("x", {1, 3, 5, 5});
   relay::Expr c1 = call("nn.conv2d", {x, cst({12, 3, 3, 3}, wave(12 * 27, 0.2, 0))}, conv_attrs());
   relay::Expr r = call("nn.relu", {c1});

@@ -1,8 +1,11 @@
-// GraphPlan JSON: round trip, the exact text (so the format cannot drift unnoticed), the FNV-1a
-// reference values, and every malformed-plan error naming its field.
+// GraphPlan's binary form: round trip, the exact layout (so the format cannot drift unnoticed),
+// the FNV-1a reference values, and every damaged plan refused with a message, never a crash.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include "kiln/runtime/graph_plan.h"
+#include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/support/error.h"
 
@@ -13,13 +16,13 @@ GraphPlan small_plan() {
   GraphPlan p;
   p.kiln_version = "0.1.0";
   p.target = "llvm -mcpu=generic";
-  p.storage_bytes = {64, 128};
+  p.storage_bytes = {64, 192};
   p.entries = {
       {dtype_f32(), {2, 8}, 0, 0, false},       // input
       {dtype_f32(), {8}, -1, 0, true},          // constant in the weights
       {dtype_f32(), {2, 8}, 1, 64, false},      // intermediate at an offset
       {dtype_i64(), {}, 1, 0, false},           // scalar
-      {dtype_bool(), {3}, 1, 8, false},
+      {dtype_bool(), {3}, 1, 128, false},
   };
   p.nodes = {{"fused_add_relu_0", {0, 1, 2}, "add+nn.relu"}, {"fused_argmax_1", {2, 3}, "argmax"}};
   p.inputs = {{"x", 0}};
@@ -57,10 +60,11 @@ void require_same(const GraphPlan& a, const GraphPlan& b) {
   CHECK(a.weights_bytes == b.weights_bytes);
   CHECK(a.weights_checksum == b.weights_checksum);
 }
-void replace(std::string& s, const std::string& from, const std::string& to) {
-  size_t at = s.find(from);
-  REQUIRE(at != std::string::npos);
-  s.replace(at, from.size(), to);
+GraphPlan decode(const std::string& b) { return decode_plan(b.data(), b.size()); }
+template <class T>
+void poke(std::string& b, size_t at, T v) {
+  REQUIRE(at + sizeof(T) <= b.size());
+  std::memcpy(&b[at], &v, sizeof(T));
 }
 }  // namespace
 
@@ -70,59 +74,93 @@ TEST_CASE("fnv1a64 matches the published FNV-1a 64 test vectors", "[graph][plan]
   CHECK(fnv1a64("foobar", 6) == 0x85944171f73967e8ull);
 }
 
-TEST_CASE("a graph plan round-trips through JSON and the text is deterministic", "[graph][plan]") {
+TEST_CASE("a graph plan round-trips through its binary form, which is deterministic", "[graph][plan]") {
   GraphPlan p = small_plan();
-  std::string text = to_json(p);
-  GraphPlan q = plan_from_json(text);
+  std::string bytes = encode_plan(p);
+  GraphPlan q = decode(bytes);
   require_same(p, q);
-  CHECK(to_json(q) == text);
-  // Spot-check the format itself: sorted keys, dtype names, the checksum as hex.
-  CHECK(text.find("\"weights_checksum\": \"fedcba9876543210\"") != std::string::npos);
-  CHECK(text.find("\"dtype\": \"bool\"") != std::string::npos);
-  CHECK(text.find("\"format\": \"kiln-graph-plan\"") != std::string::npos);
-  CHECK(text.find("\"entries\"") < text.find("\"nodes\""));
+  CHECK(encode_plan(q) == bytes);
+  // The layout itself (graph_plan.h): header, version, then the first string's length.
+  REQUIRE(bytes.size() > 12);
+  CHECK(bytes.substr(0, 4) == "KPLN");
+  uint32_t version, len;
+  std::memcpy(&version, &bytes[4], 4);
+  std::memcpy(&len, &bytes[8], 4);
+  CHECK(version == kPlanFormatVersion);
+  CHECK(len == 5);  // "0.1.0"
+  CHECK(bytes.substr(12, 5) == "0.1.0");
+  // 4+4 header, 2 strings (4+5, 4+18), 8+8 weights, 4+2*8 storages, 4+5 entries of 18 bytes and
+  // their 2+1+2+0+1 extents of 8, 4+2 nodes, inputs, outputs.
+  size_t entries = 5 * 18 + (2 + 1 + 2 + 0 + 1) * 8;
+  size_t nodes = (4 + 16 + 4 + 11 + 4 + 3 * 4) + (4 + 14 + 4 + 6 + 4 + 2 * 4);
+  size_t io = (4 + 4 + 1 + 4) + (4 + 4 + 1 + 4 + 4 + 3 + 4);
+  CHECK(bytes.size() == 8 + 9 + 22 + 16 + 20 + 4 + entries + 4 + nodes + io);
 }
 
-TEST_CASE("plan_from_json rejects malformed plans naming the field", "[graph][plan]") {
-  std::string good = to_json(small_plan());
+TEST_CASE("decode_plan refuses every truncation and trailing bytes, naming what it could not read", "[graph][plan]") {
+  std::string good = encode_plan(small_plan());
+  // Every proper prefix is an error (never a crash, never an over-read: ASan checks that).
+  for (size_t n = 0; n < good.size(); ++n) {
+    std::string cut = good.substr(0, n);
+    CHECK_THROWS_AS(decode(cut), kiln::Error);
+  }
   using Catch::Matchers::Contains;
-  CHECK_THROWS_WITH(plan_from_json("{not json"), Contains("not valid JSON"));
-  CHECK_THROWS_WITH(plan_from_json("[1, 2]"), Contains("not a kiln graph plan"));
-  CHECK_THROWS_WITH(plan_from_json("{\"format\": 3}"), Contains("not a kiln graph plan"));
+  CHECK_THROWS_WITH(decode(good.substr(0, 14)), Contains("graph plan: truncated while reading kiln_version"));
+  CHECK_THROWS_WITH(decode(good.substr(0, 20)), Contains("graph plan: truncated while reading target"));
+  CHECK_THROWS_WITH(decode(good + "x"), Contains("1 bytes after the end of the plan"));
+}
 
+TEST_CASE("decode_plan refuses a foreign header, another version, impossible counts and unknown dtypes", "[graph][plan]") {
+  using Catch::Matchers::Contains;
+  std::string good = encode_plan(small_plan());
   std::string s = good;
-  replace(s, "\"format_version\": 1", "\"format_version\": 9");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("format_version 9"));
+  s[0] = 'J';
+  CHECK_THROWS_WITH(decode(s), Contains("not a kiln graph plan"));
+  CHECK_THROWS_WITH(decode("{\"format\": 1}"), Contains("not a kiln graph plan"));
 
   s = good;
-  replace(s, "\"args\": [\n    0,", "\"args\": [\n    17,");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("nodes[0] (fused_add_relu_0): argument entry 17 out of range"));
+  poke<uint32_t>(s, 4, 9);
+  CHECK_THROWS_WITH(decode(s), Contains("format version 9 is not supported (this runtime reads 1)"));
 
+  // The storage count sits after the header (8), the two strings (9 + 22) and the weights (16).
+  const size_t storages_at = 8 + 9 + 22 + 16;
   s = good;
-  replace(s, "\"storage\": 1\n", "\"storage\": 5\n");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("entries[2].storage 5 out of range"));
+  poke<uint32_t>(s, storages_at, 0xfffffff0u);  // would be 32 GiB of storage sizes
+  CHECK_THROWS_WITH(decode(s), Contains("storage_bytes: count 4294967280 exceeds the plan's size"));
 
+  const size_t first_entry = storages_at + 4 + 16 + 4;
   s = good;
-  replace(s, "\"offset\": 64,", "\"offset\": 72,");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("entries[2] (bytes [72, 136)) does not fit storage 1 of 128 bytes"));
+  poke<uint8_t>(s, first_entry + 1, 12);  // float12
+  CHECK_THROWS_WITH(decode(s), Contains("entry 0 has an unknown dtype float12"));
+  s = good;
+  poke<uint16_t>(s, first_entry + 2, 4);  // lanes
+  CHECK_THROWS_WITH(decode(s), Contains("entry 0 has an unknown dtype float32x4"));
+}
 
-  s = good;
-  replace(s, "\"weights_bytes\": 32", "\"weights_bytes\": 16");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("entries[1] (constant, bytes [0, 32)) lies outside the 16-byte weights"));
-
-  s = good;
-  replace(s, "\"dtype\": \"int64\"", "\"dtype\": \"int12\"");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("entries[3].dtype: unknown dtype 'int12'"));
-
-  s = good;
-  replace(s, "\"name\": \"x\"", "\"nom\": \"x\"");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("inputs[0]: missing field 'name'"));
-
-  s = good;
-  replace(s, "\"fedcba9876543210\"", "\"xyz\"");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("weights_checksum 'xyz' is not 16 hex digits"));
-
-  s = good;
-  replace(s, "\"shape\": [\n    2,", "\"shape\": [\n    \"2\",");
-  CHECK_THROWS_WITH(plan_from_json(s), Contains("entries[0].shape: expected an array of integers"));
+TEST_CASE("plan_problem names the entry, node or input a decoded plan gets wrong", "[graph][plan]") {
+  using Catch::Matchers::Contains;
+  GraphPlan p = small_plan();
+  CHECK(plan_problem(p, p.weights_bytes).empty());
+  p.nodes[0].args[0] = 17;
+  CHECK_THAT(plan_problem(p, p.weights_bytes), Contains("node 0 'add+nn.relu' passes entry 17, which does not exist"));
+  p = small_plan();
+  p.entries[2].storage = 5;
+  CHECK_THAT(plan_problem(p, p.weights_bytes), Contains("entry 2 lives in storage 5, which does not exist"));
+  p = small_plan();
+  p.entries[2].offset = 192;
+  CHECK_THAT(plan_problem(p, p.weights_bytes), Contains("entry 2 (in storage 1): bytes [192, 256) lie outside the 192 bytes of its storage"));
+  p = small_plan();
+  p.entries[2].offset = 72;
+  CHECK_THAT(plan_problem(p, p.weights_bytes), Contains("entry 2 has offset 72, not a multiple of 64"));
+  p = small_plan();
+  CHECK_THAT(plan_problem(p, 16), Contains("entry 1 (a constant): bytes [0, 32) lie outside the 16 bytes of the weights"));
+  p = small_plan();
+  p.entries[0].shape = {int64_t(1) << 40, int64_t(1) << 40};
+  CHECK_THAT(plan_problem(p, p.weights_bytes), Contains("entry 0 has an invalid dtype or shape"));
+  p = small_plan();
+  p.inputs[0].entry = 1;
+  CHECK_THAT(plan_problem(p, p.weights_bytes), Contains("input 'x' is a constant entry"));
+  p = small_plan();
+  p.outputs[1].name = "y";
+  CHECK_THAT(plan_problem(p, p.weights_bytes), Contains("output 1 'y': the name is used twice"));
 }

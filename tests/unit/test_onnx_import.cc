@@ -206,7 +206,7 @@ TEST_CASE("inputs needed at compile time are reported by name, and binding them 
   REQUIRE_THROWS_WITH(import(m, opts), Contains("cannot bind 'one': the model has no graph input of that name"));
 }
 
-TEST_CASE("graph inputs are listed without importing; non-tensor inputs are unsupported", "[onnx]") {
+TEST_CASE("graph inputs are listed without importing, non-tensor inputs are unsupported", "[onnx]") {
   std::string dir = "/tmp/kiln_onnx_inputs_" + std::to_string(getpid());
   std::string path = dir + ".onnx";
   std::string m = model(13, {node("Relu", {"x"}, {"y"}), node("Pad", {"y", "pads"}, {"z"})},
@@ -226,7 +226,7 @@ TEST_CASE("graph inputs are listed without importing; non-tensor inputs are unsu
   REQUIRE_THROWS_WITH(import(sm), Contains("graph input 's' is a sequence; kiln compiles tensor inputs only"));
 }
 
-TEST_CASE("empty results are constants: zero-size Split parts, a Slice past the end; Concat drops them", "[onnx]") {
+TEST_CASE("empty results are constants: zero-size Split parts, a Slice past the end, Concat drops them", "[onnx]") {
   // The rotary-embedding pattern: split off an empty "not rotated" part, concatenate it back.
   std::string m = model(13,
                         {node("Split", {"x", "sizes"}, {"a", "e"}, "split1", {attr_i("axis", 1)}),

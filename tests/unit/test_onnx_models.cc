@@ -58,7 +58,7 @@ TEST_CASE("resnet18 imports: conv + bias + relu blocks, one dense", "[onnx][mode
         "float32[1,64,112,112]");
 }
 
-TEST_CASE("mobilenet_v2 imports: depthwise convs and clip(0, 6); the Gemm bias is the 11th add", "[onnx][models]") {
+TEST_CASE("mobilenet_v2 imports: depthwise convs and clip(0, 6), the Gemm bias is the 11th add", "[onnx][models]") {
   Module m = load("mobilenet_v2");
   check_reference_type("mobilenet_v2", m);
   CHECK(op_histogram(m) == "add:11 clip:35 nn.bias_add:52 nn.conv2d:52 nn.dense:1 nn.global_avg_pool:1 reshape:1 ");

@@ -68,7 +68,7 @@ TEST_CASE("nn.matmul: batched, broadcast batch dims, 1-D operands", "[ops_b]") {
   }
 }
 
-TEST_CASE("einsum: matmul-like equations, transposes, ellipsis; repeated labels are refused", "[ops_b]") {
+TEST_CASE("einsum: matmul-like equations, transposes, ellipsis, repeated labels are refused", "[ops_b]") {
   struct C {
     std::string eq;
     std::vector<relay::Shape> shapes;

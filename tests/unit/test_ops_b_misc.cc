@@ -68,7 +68,7 @@ TEST_CASE("image.resize: tf_crop_and_resize extrapolates outside the roi", "[ops
   CHECK(check_op("image.resize", {x}, resize_attrs(s), {opsb_ref::resize(x, s)}, 1e-5, 1e-5) == "");
 }
 
-TEST_CASE("cumsum forwards, backwards, exclusive; int64 too", "[ops_b]") {
+TEST_CASE("cumsum forwards, backwards, exclusive, int64 too", "[ops_b]") {
   HostTensor x = random_tensor(f32, {3, 7}, 3);
   for (int excl = 0; excl < 2; ++excl) {
     for (int rev = 0; rev < 2; ++rev) {

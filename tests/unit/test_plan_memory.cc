@@ -101,7 +101,7 @@ TEST_CASE("plan_memory: storages are matched by size, grow, and are not wasted o
   }
 }
 
-TEST_CASE("plan_memory: tuple-typed kernels get one entry per field; unread fields are freed", "[graph][plan_memory]") {
+TEST_CASE("plan_memory: tuple-typed kernels get one entry per field, unread fields are freed", "[graph][plan_memory]") {
   relay::Expr x = var("x", {4, 6});
   relay::Expr sp = call("split", {call("nn.softmax", {x}, Attrs().set_int("axis", 1))},
                         Attrs().set_int("axis", 0).set_ints("sizes", {1, 3}));

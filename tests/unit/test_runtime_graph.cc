@@ -108,7 +108,7 @@ TEST_CASE("modules of the same major.minor kiln version are compatible", "[runti
   CHECK_FALSE(runtime::version_compatible(""));
 }
 
-TEST_CASE("the runtime library links no LLVM, protobuf or XGBoost and stays small", "[runtime][deps]") {
+TEST_CASE("the runtime library links no LLVM, protobuf, XGBoost or JSON library and stays small", "[runtime][deps]") {
   // The test binary lives in build/bin, the libraries in build/lib.
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -130,6 +130,10 @@ TEST_CASE("the runtime library links no LLVM, protobuf or XGBoost and stays smal
     REQUIRE(undefined.find("dlopen") != std::string::npos);  // nm ran
     for (const char* bad : {"llvm", "google", "protobuf", "XGB", "onnx"}) CHECK(undefined.find(bad) == std::string::npos);
   }
+  // No JSON library either (the plan is binary): not even an inlined template of one.
+  std::string defined = test_export::shell("nm -C --defined-only '" + so + "'");
+  REQUIRE(defined.find("kiln_module_load") != std::string::npos);  // nm ran
+  CHECK(defined.find("nlohmann") == std::string::npos);
   WARN("libkiln_runtime.so: " << st_so.st_size / 1024 << " KiB, libkiln_runtime.a: " << st_a.st_size / 1024 << " KiB");
   CHECK(st_so.st_size < 2 * 1024 * 1024);
 }

@@ -2,10 +2,12 @@
 // survives repeated and nested use, and follows kiln_set_num_threads.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <mutex>
 #include <set>
@@ -212,3 +214,40 @@ TEST_CASE("a forked child gets a working pool with live threads", "[runtime]") {
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+#if !defined(KILN_SANITIZED)
+TEST_CASE("a pool that cannot start its threads runs every loop with the threads it got", "[runtime]") {
+  // A process at its limits (a tuning candidate under its memory cap): creating the workers
+  // fails. The pool must neither throw out of the C API nor terminate: it runs with fewer
+  // threads, at worst serially. A forked child with an address-space limit just above what it
+  // maps has no room for an 8 MiB thread stack. (Not in sanitized builds: their shadow memory
+  // needs far more address space than any such limit.)
+  RestoreThreads restore;
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(10);
+    long pages = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+    rlimit cap{static_cast<rlim_t>(pages) * 4096 + (4u << 20), static_cast<rlim_t>(pages) * 4096 + (4u << 20)};
+    if (pages == 0 || setrlimit(RLIMIT_AS, &cap) != 0) _exit(2);
+    kiln_set_num_threads(16);  // no room for 15 stacks of 8 MiB
+    int32_t got = kiln_get_num_threads();
+    std::atomic<int> tasks{0};
+    auto count = [](int32_t, int32_t, void* c) -> int32_t {
+      static_cast<std::atomic<int>*>(c)->fetch_add(1);
+      return 0;
+    };
+    int32_t rc = kiln_parallel_for(count, &tasks, 64);
+    _exit(rc == 0 && got >= 1 && got < 16 && tasks.load() == 64 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO("child status " << status);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+#endif

@@ -22,7 +22,7 @@ void check_kept_serial(const Stmt& s, const std::string& expected, const std::st
 
 }  // namespace
 
-TEST_CASE("vectorize: contiguous accesses become ramps; invariant loads are broadcast", "[vectorize]") {
+TEST_CASE("vectorize: contiguous accesses become ramps, invariant loads are broadcast", "[vectorize]") {
   Buffer a = Buffer::make("A", DataType::f32(), {1024});
   Buffer b = Buffer::make("B", DataType::f32(), {1024});
   Buffer c = Buffer::make("C", DataType::f32(), {64});
@@ -255,7 +255,7 @@ TEST_CASE("vectorize: fallbacks keep the loop serial and say why", "[vectorize]"
   }
 }
 
-TEST_CASE("vectorize: a PrimFunc keeps its params; no notes pointer is fine", "[vectorize]") {
+TEST_CASE("vectorize: a PrimFunc keeps its params, no notes pointer is fine", "[vectorize]") {
   Buffer b = Buffer::make("B", DataType::f32(), {8});
   Var j("j");
   PrimFunc f{"fill", {b}, vfor(j, 8, buffer_store(b, 0.0f, {j}))};

@@ -9,7 +9,8 @@
 // Memory: the planned storages are allocated once, page-aligned in one arena, when the executor is made;
 // constants are read in place from the weights inside the loaded library. Nothing is allocated
 // per run. One executor runs one inference at a time (not thread-safe); several executors may
-// share a LoadedModule and run concurrently, each with its own memory. The kernels use the
+// share a LoadedModule and run concurrently from different threads, each with its own memory
+// (the C API's kiln_context is one). The kernels use the
 // runtime's thread pool (kiln_set_num_threads).
 #pragma once
 
@@ -41,6 +42,8 @@ class GraphExecutor {
   ~GraphExecutor();
 
   const LoadedModule& module() const;
+  // The loaded module, for another executor of it (one per concurrent inference).
+  std::shared_ptr<const LoadedModule> shared_module() const;
 
   int num_inputs() const;
   int num_outputs() const;

@@ -47,9 +47,18 @@ struct GraphPlan {
   uint64_t weights_checksum = 0;  // FNV-1a 64 of the weights blob
 };
 
-// Deterministic JSON text of a plan, and its inverse (kiln::Error naming what is malformed).
-std::string to_json(const GraphPlan& plan);
-GraphPlan plan_from_json(const std::string& text);
+// The binary form a module carries (little-endian): "KPLN", u32 format version, then
+// kiln_version, target (each a u32 length and its bytes), i64 weights_bytes, u64
+// weights_checksum, storages (u32 count, i64 each), entries (u32 count; each u8 dtype code,
+// u8 bits, u16 lanes, u8 constant, u8 rank, i32 storage, i64 offset, i64 extents), nodes (u32
+// count; each kernel and label strings, u32 count and i32 entry ids), inputs and outputs (u32
+// count; each name string and i32 entry). Bump kPlanFormatVersion on any change.
+constexpr uint32_t kPlanFormatVersion = 1;
+std::string encode_plan(const GraphPlan& plan);
+// The inverse: throws kiln::Error naming what it could not read (truncation, a bad header or
+// version, an impossible count, an unknown dtype, trailing bytes). It checks the encoding only;
+// plan_problem (module_loader.h) checks what the numbers mean.
+GraphPlan decode_plan(const void* data, size_t size);
 
 // FNV-1a 64-bit hash, the checksum of weights blobs.
 uint64_t fnv1a64(const void* data, size_t size);

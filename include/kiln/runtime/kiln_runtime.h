@@ -11,8 +11,26 @@
  * Conventions: every function that can fail returns a kiln_status (KILN_OK == 0) and, on
  * failure, records a message naming the culprit, which kiln_last_error() returns (per thread).
  * No C++ exception ever crosses this API. Strings and shapes the API hands out stay valid until
- * the module is freed. A module is not thread-safe: one thread at a time per kiln_module (load
- * the same file twice for concurrent inferences: the code and weights are shared).
+ * the module is freed.
+ *
+ * Threads: a module's code and weights are loaded once; what one inference writes (activations,
+ * inputs, outputs) lives in an execution context. Serve one module from many threads with one
+ * context per thread (or per request in flight), as ONNX Runtime's Run is called concurrently:
+ *
+ *   kiln_context* ctx;                              (in each serving thread)
+ *   kiln_context_create(m, &ctx);
+ *   kiln_context_set_input(ctx, "input", &tensor);
+ *   kiln_context_run(ctx);
+ *   kiln_context_get_output(ctx, 0, &out);
+ *   kiln_context_free(ctx);
+ *
+ * The kiln_module_* query functions (names, infos, counts) may be called from any thread at any
+ * time. kiln_module_set_input*, kiln_module_run and kiln_module_get_output* use the module's own
+ * built-in context: one thread at a time for those. Every module and context in a process shares
+ * one thread pool (kiln_set_num_threads); concurrent runs take turns on it for each parallel
+ * loop, so N serving threads never put more than the pool's threads to work at once. For the
+ * most inferences per second from N serving threads on N cores, set the pool to 1 thread: each
+ * inference then runs on its own serving thread.
  *
  * Linking: -lkiln_runtime (shared) or libkiln_runtime.a (static; it is C++ inside: link with a
  * C++ driver or add -lstdc++ -lpthread -ldl). A model library needs no symbol from the
@@ -81,6 +99,22 @@ kiln_status kiln_module_get_output(const kiln_module* mod, int32_t index, DLTens
 /* Fills *view with a tensor pointing into the module's memory (no copy): valid until the next
  * kiln_module_run, kiln_module_set_input* or kiln_module_free; do not write through it. */
 kiln_status kiln_module_get_output_view(const kiln_module* mod, int32_t index, DLTensor* view);
+
+typedef struct kiln_context kiln_context; /* opaque: one inference at a time */
+
+/* Creates an execution context of `mod`: its own activation memory, inputs and outputs, the
+ * module's code and weights shared. It holds its own reference to them, so it stays usable after
+ * kiln_module_free(mod). Safe to call from any thread, concurrently with runs of other contexts. */
+kiln_status kiln_context_create(const kiln_module* mod, kiln_context** out);
+/* Frees the context (NULL is fine). */
+void kiln_context_free(kiln_context* ctx);
+/* As kiln_module_set_input*, kiln_module_run and kiln_module_get_output*, on the context. Calls
+ * on one context must not overlap; calls on different contexts may, from any threads. */
+kiln_status kiln_context_set_input(kiln_context* ctx, const char* name, const DLTensor* value);
+kiln_status kiln_context_set_input_index(kiln_context* ctx, int32_t index, const DLTensor* value);
+kiln_status kiln_context_run(kiln_context* ctx);
+kiln_status kiln_context_get_output(const kiln_context* ctx, int32_t index, DLTensor* out);
+kiln_status kiln_context_get_output_view(const kiln_context* ctx, int32_t index, DLTensor* view);
 
 /* Threads of the runtime's pool (the caller included), shared by every module in the process.
  * Default: KILN_NUM_THREADS from the environment, else the number of cores; n <= 0 restores it. */

@@ -9,8 +9,8 @@
  *   const char     kiln_module_version[];          kiln version of the compiler that wrote it
  *   const char     kiln_module_target[];           codegen target spec the kernels were built for
  *                                                  ("llvm -mtriple=... -mcpu=... -mattr=+avx2,...")
- *   const char     kiln_module_plan[];             GraphPlan JSON (runtime/graph_plan.h), NUL-ended
- *   const uint64_t kiln_module_plan_size;          bytes of the JSON, without the NUL
+ *   const uint8_t  kiln_module_plan[];             the GraphPlan, binary (runtime/graph_plan.h)
+ *   const uint64_t kiln_module_plan_size;          its bytes
  *   const uint8_t  kiln_module_weights[];          the weights blob, 64-byte aligned
  *   const uint64_t kiln_module_weights_size;
  *   const uint64_t kiln_module_weights_checksum;   FNV-1a 64 of the weights blob
@@ -27,8 +27,9 @@
 #ifndef KILN_RUNTIME_MODULE_FORMAT_H_
 #define KILN_RUNTIME_MODULE_FORMAT_H_
 
-/* Bump the trailing number when the layout above changes incompatibly. */
-#define KILN_MODULE_MAGIC "kiln-module-format-1"
+/* Bump the trailing number when the layout above changes incompatibly (2: the plan is binary,
+ * no longer JSON). */
+#define KILN_MODULE_MAGIC "kiln-module-format-2"
 
 #define KILN_SYM_MAGIC "kiln_module_magic"
 #define KILN_SYM_VERSION "kiln_module_version"

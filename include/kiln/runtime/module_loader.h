@@ -63,6 +63,22 @@ class LoadedModule {
   std::vector<kiln_kernel_fn> node_kernels_;
 };
 
+// What a module carries besides its kernels (runtime/module_format.h), as the loader finds it.
+struct ModuleData {
+  std::string version, target;
+  const void* plan = nullptr;
+  uint64_t plan_size = 0;
+  const uint8_t* weights = nullptr;
+  uint64_t weights_size = 0, weights_checksum = 0;
+};
+
+// Checks a module's data, cheapest and most telling first: kiln version, target against this
+// CPU, the plan's encoding, plan and metadata agreeing, the weights' alignment and checksum,
+// then plan_problem. Returns the decoded plan; throws RuntimeError (kIncompatible or
+// kInvalidModule) naming `path` and what is wrong. LoadedModule::load calls it with what it
+// finds in the library; fuzz/module_data.cc calls it with fuzzed bytes.
+GraphPlan validate_module_data(const ModuleData& data, const std::string& path);
+
 // Why a plan cannot run (an entry outside its storage, a misaligned offset, a node argument or
 // graph input that names no entry, ...), or empty if it is well formed. `weights_bytes` is the
 // size of the blob its constants live in.
