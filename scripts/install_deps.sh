@@ -14,8 +14,11 @@ PACKAGES=(
 # Optional: the aarch64 cross toolchain and user-mode qemu. With them the default build also
 # cross-builds the runtime and kiln-runner for aarch64, and CTest runs aarch64 modules under
 # qemu-aarch64 (check.aarch64.*); without them kiln still builds and those tests are not registered.
+# OpenCL on the CPU (PoCL and the ICD loader, which kiln loads at run time): with them CTest runs
+# every model compiled for the opencl target (check.*.opencl) and the GPU schedules' OpenCL text.
 OPTIONAL_PACKAGES=(
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  ocl-icd-libopencl1 pocl-opencl-icd
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -34,6 +37,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if [ ${#optional_missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${optional_missing[@]}" ||
-    echo "note: optional aarch64 packages not installed (${optional_missing[*]}): no aarch64 runtime or qemu tests"
+    echo "note: optional packages not installed (${optional_missing[*]}): no aarch64 runtime or qemu tests, or no OpenCL (PoCL) tests"
 fi
 echo "kiln dependencies installed"

@@ -187,10 +187,20 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
     out.notes.insert(out.notes.end(), notes.begin(), notes.end());
   }
   out.plan = lower::make_graph_plan(fused, memory, names, options.target, &out.weights);
+  if (options.target.is_gpu()) {
+    out.device = codegen::build_gpu(out.kernels, options.target);
+    out.notes.insert(out.notes.end(), out.device->notes.begin(), out.device->notes.end());
+    lower::add_device_launches(&out.plan, out.device->programs,
+                               options.target.kind == TargetKind::kCUDA ? kDLCUDA : kDLOpenCL);
+  }
   return out;
 }
 
 void export_library(const CompiledModel& model, const std::string& path) {
+  if (model.device) {
+    codegen::export_device_library(model.plan, *model.device, model.weights, path);
+    return;
+  }
   codegen::export_library(model.plan, model.kernels, model.weights, path);
 }
 

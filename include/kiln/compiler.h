@@ -12,14 +12,19 @@
 //                  ScheduleChooser such as a tuning log gives)
 //   loop passes    lower, flatten_storage, loop_simplify, vectorize_loops, unroll_loops, final
 //                  (codegen/driver.h)
-//   export         export_library: LLVM code generation for the target and one .so
+//   GPU targets    build_gpu: verify_gpu, split_host_device, CUDA C / OpenCL C, NVRTC
+//                  (codegen/gpu_build.h); the plan gets one node per kernel launch
+//   export         export_library: LLVM code generation for the target and one .so (GPU: the
+//                  device images in a data-only .so)
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/stmt.h"
 #include "kiln/lower/lower.h"
 #include "kiln/relay/module.h"
@@ -51,6 +56,9 @@ struct CompileOptions {
 struct CompiledModel {
   runtime::GraphPlan plan;
   std::vector<ir::PrimFunc> kernels;  // after the loop passes, one per fused group
+  // GPU targets: the kernels split into launches, their source and (CUDA) images; the plan has
+  // one node per launch.
+  std::optional<codegen::GpuModule> device;
   std::vector<uint8_t> weights;       // constants, at the offsets the plan's entries give
   std::vector<std::string> notes;     // fallbacks and decisions worth telling the user
 };

@@ -24,6 +24,7 @@
 
 #include "kiln/codegen/build.h"
 #include "kiln/codegen/export_library.h"
+#include "kiln/runtime/device_graph.h"
 #include "kiln/runtime/module_format.h"
 #include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/version.h"
@@ -147,7 +148,12 @@ void check_destination(const std::string& path) {
 // The data object: metadata, plan and weights as constant globals under the names of
 // module_format.h, the writable thread-pool slot, and the hidden kiln_parallel_for trampoline
 // that calls through it (so the kernels' calls bind inside the library).
-std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_t>& weights, const Target& target) {
+std::string emit_data(llvm::Module& m, llvm::TargetMachine& tm);
+
+// A device module's object has the device magic and images, and no slot or trampoline (it has
+// no CPU kernels).
+std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_t>& weights, const Target& target,
+                        const std::string* device_images = nullptr) {
   llvm::LLVMContext ctx;
   llvm::Module m("kiln_module_data", ctx);
   std::unique_ptr<llvm::TargetMachine> tm = llvm_backend::create_target_machine(target, 2);
@@ -165,7 +171,7 @@ std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_
   auto add_string = [&](const char* name, const std::string& s) {
     add(name, llvm::ConstantDataArray::getString(ctx, s, /*AddNull=*/true), 1);
   };
-  add_string(KILN_SYM_MAGIC, KILN_MODULE_MAGIC);
+  add_string(KILN_SYM_MAGIC, device_images ? KILN_MODULE_MAGIC_DEVICE : KILN_MODULE_MAGIC);
   add_string(KILN_SYM_VERSION, plan.kiln_version);
   add_string(KILN_SYM_TARGET, plan.target);
   std::string plan_bytes = runtime::encode_plan(plan);
@@ -178,6 +184,11 @@ std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_
   add(KILN_SYM_WEIGHTS, llvm::ConstantDataArray::getString(ctx, blob, /*AddNull=*/false), KILN_MODULE_WEIGHTS_ALIGNMENT);
   add(KILN_SYM_WEIGHTS_SIZE, llvm::ConstantInt::get(i64, weights.size()), 8);
   add(KILN_SYM_WEIGHTS_CHECKSUM, llvm::ConstantInt::get(i64, plan.weights_checksum), 8);
+  if (device_images) {
+    add(KILN_SYM_DEVICE_IMAGES, llvm::ConstantDataArray::getString(ctx, *device_images, /*AddNull=*/false), 16);
+    add(KILN_SYM_DEVICE_IMAGES_SIZE, llvm::ConstantInt::get(i64, device_images->size()), 8);
+    return emit_data(m, *tm);
+  }
 
   auto* slot = new llvm::GlobalVariable(m, ptr, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
                                         llvm::ConstantPointerNull::get(ptr), KILN_SYM_PARALLEL_FOR_SLOT);
@@ -198,19 +209,24 @@ std::string data_object(const runtime::GraphPlan& plan, const std::vector<uint8_
   b.CreateRet(result);
   b.SetInsertPoint(unset);
   b.CreateRet(llvm::ConstantInt::get(i32, KILN_MODULE_NO_RUNTIME, /*isSigned=*/true));
+  return emit_data(m, *tm);
+}
 
+std::string emit_data(llvm::Module& m, llvm::TargetMachine& tm) {
   std::string err;
   llvm::raw_string_ostream es(err);
   KILN_CHECK(!llvm::verifyModule(m, &es)) << "export_library: invalid data module: " << es.str();
-  return llvm_backend::emit_machine_code(m, *tm, /*assembly=*/false);
+  return llvm_backend::emit_machine_code(m, tm, /*assembly=*/false);
 }
 
 // The plan as it goes into the library: target resolved to a full spec (the loader checks its
 // features), this kiln's version, the weights' size and checksum.
 runtime::GraphPlan finished_plan(const runtime::GraphPlan& model_plan, const std::vector<ir::PrimFunc>& kernels,
                                  const std::vector<uint8_t>& weights, Target* target) {
+  *target = model_plan.target.empty() ? Target::host() : Target::parse(model_plan.target);
+  KILN_USER_CHECK(target->is_gpu() == (model_plan.device_type != kDLCPU))
+      << "export_library: the plan's device type does not fit its target '" << model_plan.target << "'";
   runtime::GraphPlan plan = model_plan;
-  *target = plan.target.empty() ? Target::host() : Target::parse(plan.target);
   plan.target = target->str();
   plan.kiln_version = KILN_VERSION_STRING;
   int64_t size = static_cast<int64_t>(weights.size());
@@ -239,26 +255,19 @@ runtime::GraphPlan finished_plan(const runtime::GraphPlan& model_plan, const std
 
 }  // namespace
 
-void export_library(const runtime::GraphPlan& model_plan, const std::vector<ir::PrimFunc>& kernels,
-                    const std::vector<uint8_t>& weights, const std::string& path) {
-  check_destination(path);
-  Target target;
-  runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, &target);
-  std::string linker = find_linker(target);
+namespace {
 
-  TempDir tmp;
-  std::string kernels_o = tmp.file("kernels.o"), data_o = tmp.file("data.o"), log = tmp.file("link.log");
-  write_file(kernels_o, build(kernels, target).object_code());
-  write_file(data_o, data_object(plan, weights, target));
-
-  // The linker writes next to `path` (same file system, so the rename is atomic and nothing
-  // big is copied twice).
+// Links `objects` into `path`: the linker writes next to it (same file system, so the rename is
+// atomic and nothing big is copied twice), then renames over it.
+void link_library(const std::string& linker, const std::vector<std::string>& objects, const std::string& path,
+                  TempDir& tmp) {
   std::string staging = path + ".tmp" + std::to_string(getpid());
   // -z defs: a kernel calling a function no library provides fails here, not on the user's
   // machine. -Bsymbolic: the module's own symbols bind inside it. libm: kernels call expf & co.
-  std::string error = run_tool({linker, "-shared", "-o", staging, kernels_o, data_o, "-Wl,-z,defs", "-Wl,-Bsymbolic",
-                                "-Wl,-z,noexecstack", "-lm"},
-                               log);
+  std::vector<std::string> argv = {linker, "-shared", "-o", staging};
+  argv.insert(argv.end(), objects.begin(), objects.end());
+  for (const char* flag : {"-Wl,-z,defs", "-Wl,-Bsymbolic", "-Wl,-z,noexecstack", "-lm"}) argv.push_back(flag);
+  std::string error = run_tool(argv, tmp.file("link.log"));
   if (!error.empty()) unlink(staging.c_str());
   KILN_USER_CHECK(error.empty()) << "export_library: linking '" << path << "' failed: " << error;
   if (rename(staging.c_str(), path.c_str()) != 0) {
@@ -266,6 +275,54 @@ void export_library(const runtime::GraphPlan& model_plan, const std::vector<ir::
     unlink(staging.c_str());
     KILN_THROW() << "export_library: cannot write '" << path << "': " << std::strerror(e);
   }
+}
+
+}  // namespace
+
+void export_library(const runtime::GraphPlan& model_plan, const std::vector<ir::PrimFunc>& kernels,
+                    const std::vector<uint8_t>& weights, const std::string& path) {
+  check_destination(path);
+  Target target;
+  runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, &target);
+  KILN_USER_CHECK(!target.is_gpu()) << "export_library: target '" << target.str()
+                                    << "' is a GPU target (its modules are written by export_device_library)";
+  std::string linker = find_linker(target);
+  TempDir tmp;
+  std::string kernels_o = tmp.file("kernels.o"), data_o = tmp.file("data.o");
+  write_file(kernels_o, build(kernels, target).object_code());
+  write_file(data_o, data_object(plan, weights, target));
+  link_library(linker, {kernels_o, data_o}, path, tmp);
+}
+
+void export_device_library(const runtime::GraphPlan& model_plan, const GpuModule& device,
+                           const std::vector<uint8_t>& weights, const std::string& path) {
+  check_destination(path);
+  std::vector<ir::PrimFunc> kernels;
+  for (const ir::DeviceProgram& p : device.programs) kernels.insert(kernels.end(), p.kernels.begin(), p.kernels.end());
+  Target target;
+  runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, &target);
+  std::vector<runtime::DeviceImage> images;
+  if (target.kind == TargetKind::kOpenCL) {
+    runtime::DeviceImage im;
+    im.format = runtime::DeviceImage::kOpenCLSource;
+    im.bytes = device.source;
+    images.push_back(im);
+  }
+  for (const GpuImage& g : device.images) {
+    runtime::DeviceImage im;
+    im.format = g.ptx ? runtime::DeviceImage::kPTX : runtime::DeviceImage::kCubin;
+    im.sm = g.sm;
+    im.bytes = g.bytes;
+    images.push_back(im);
+  }
+  KILN_USER_CHECK(!images.empty()) << "export_library: the CUDA module was not compiled (no images)";
+  // The library is data for the host that runs the runtime.
+  const Target host = Target::host();
+  const std::string blob = runtime::encode_device_images(images);
+  TempDir tmp;
+  std::string data_o = tmp.file("data.o");
+  write_file(data_o, data_object(plan, weights, host, &blob));
+  link_library(find_linker(host), {data_o}, path, tmp);
 }
 
 }  // namespace kiln::codegen

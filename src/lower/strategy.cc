@@ -35,7 +35,10 @@ OpFamily family_of(const relay::FusedGroup& group) {
 const detail::StrategyTable& table() {
   static detail::StrategyTable t;
   static std::once_flag once;
-  std::call_once(once, [] { detail::add_cpu_strategies(&t); });
+  std::call_once(once, [] {
+    detail::add_cpu_strategies(&t);
+    detail::add_gpu_strategies(&t);
+  });
   return t;
 }
 

@@ -1,5 +1,5 @@
 // The strategy table (strategy.cc) and the files that fill it, one per target kind:
-// strategy_cpu.cc for llvm targets (CUDA and OpenCL tables come with the GPU backend).
+// strategy_cpu.cc for llvm targets, strategy_gpu.cc for cuda and opencl.
 #pragma once
 
 #include <functional>
@@ -33,6 +33,7 @@ using StrategyFn = std::function<Strategy(const relay::FusedGroup& group, const 
 using StrategyTable = std::map<std::pair<TargetKind, OpFamily>, StrategyFn>;
 
 void add_cpu_strategies(StrategyTable* table);
+void add_gpu_strategies(StrategyTable* table);
 
 // conv_stays_nchw on an llvm target.
 bool cpu_conv_stays_nchw(const relay::CallNode& call, const Target& target, const StrategyOptions& options);

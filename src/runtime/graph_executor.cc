@@ -94,6 +94,9 @@ struct GraphExecutor::Impl {
   std::vector<std::vector<char>> staged;
   std::vector<uint8_t> needs_staging;
   bool have_outputs = false;
+  // Device modules: this executor's activations on the device (inputs are staged in host memory
+  // as for CPU modules, and outputs come back into it).
+  std::unique_ptr<DeviceGraphContext> device;
   bool profiling = false;
   std::vector<GraphExecutor::NodeProfile> profile;
 
@@ -167,6 +170,13 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const LoadedModule> module) : impl_
     m.outputs.push_back(info(io));
     m.output_entries.push_back(io.entry);
   }
+  // Errors from the device library are rethrown as this library's own (its exception types are
+  // its own copies).
+  if (const DeviceGraph* g = m.module->device_graph()) try {
+      m.device = g->new_context();
+    } catch (const std::exception& e) {
+      fail(ErrorKind::kOutOfMemory, std::string("cannot set up the device memory of an inference: ") + e.what());
+    }
 }
 
 GraphExecutor::GraphExecutor(GraphExecutor&&) noexcept = default;
@@ -224,9 +234,23 @@ void GraphExecutor::run() {
   const GraphPlan& plan = m.module->plan();
   for (size_t i = 0; i < m.inputs.size(); ++i)
     if (!m.input_set[i]) fail(ErrorKind::kState, "run: input '" + m.inputs[i].name + "' was never set");
+  m.have_outputs = false;
+  if (m.device) {
+    std::vector<const void*> in;
+    std::vector<void*> out;
+    for (size_t i = 0; i < m.inputs.size(); ++i)
+      in.push_back(m.needs_staging[i] ? m.staged[i].data() : m.entry_data[m.input_entries[i]]);
+    for (int e : m.output_entries) out.push_back(m.entry_data[e]);
+    try {
+      m.device->run(in, out);
+    } catch (const std::exception& e) {
+      fail(ErrorKind::kKernel, std::string("run: ") + e.what());
+    }
+    m.have_outputs = true;
+    return;
+  }
   for (size_t i = 0; i < m.inputs.size(); ++i)
     if (m.needs_staging[i]) std::memcpy(m.entry_data[m.input_entries[i]], m.staged[i].data(), m.staged[i].size());
-  m.have_outputs = false;
   using Clock = std::chrono::steady_clock;
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     const std::vector<void*>& args = m.node_args[n];

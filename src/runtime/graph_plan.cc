@@ -113,10 +113,12 @@ uint64_t fnv1a64(const void* data, size_t size) {
 
 std::string encode_plan(const GraphPlan& plan) {
   Writer w;
+  const bool device = plan.device_type != kDLCPU;
   for (char c : kMagic) w.put<char>(c);
-  w.put<uint32_t>(kPlanFormatVersion);
+  w.put<uint32_t>(device ? kDevicePlanFormatVersion : kPlanFormatVersion);
   w.put_str(plan.kiln_version);
   w.put_str(plan.target);
+  if (device) w.put<int32_t>(plan.device_type);
   w.put<int64_t>(plan.weights_bytes);
   w.put<uint64_t>(plan.weights_checksum);
   w.put<uint32_t>(static_cast<uint32_t>(plan.storage_bytes.size()));
@@ -139,6 +141,10 @@ std::string encode_plan(const GraphPlan& plan) {
     w.put_str(n.label);
     w.put<uint32_t>(static_cast<uint32_t>(n.args.size()));
     for (int a : n.args) w.put<int32_t>(a);
+    if (!device) continue;
+    for (uint32_t v : n.launch.grid) w.put<uint32_t>(v);
+    for (uint32_t v : n.launch.block) w.put<uint32_t>(v);
+    w.put<uint32_t>(n.launch.dynamic_shared_bytes);
   }
   encode_io(w, plan.inputs);
   encode_io(w, plan.outputs);
@@ -151,12 +157,18 @@ GraphPlan decode_plan(const void* data, size_t size) {
   for (char& c : magic) c = r.get<char>("the header");
   if (std::memcmp(magic, kMagic, 4) != 0) Reader::bad("not a kiln graph plan (no KPLN header)");
   uint32_t version = r.get<uint32_t>("the format version");
-  if (version != kPlanFormatVersion)
+  if (version != kPlanFormatVersion && version != kDevicePlanFormatVersion)
     Reader::bad("format version " + std::to_string(version) + " is not supported (this runtime reads " +
-                std::to_string(kPlanFormatVersion) + ")");
+                std::to_string(kPlanFormatVersion) + " and " + std::to_string(kDevicePlanFormatVersion) + ")");
+  const bool device = version == kDevicePlanFormatVersion;
   GraphPlan plan;
   plan.kiln_version = r.get_str("kiln_version");
   plan.target = r.get_str("target");
+  if (device) {
+    plan.device_type = r.get<int32_t>("the device type");
+    if (plan.device_type != kDLCUDA && plan.device_type != kDLOpenCL)
+      Reader::bad("unknown device type " + std::to_string(plan.device_type));
+  }
   plan.weights_bytes = r.get<int64_t>("weights_bytes");
   plan.weights_checksum = r.get<uint64_t>("weights_checksum");
   plan.storage_bytes.resize(r.get_count("storage_bytes", 8));
@@ -181,6 +193,10 @@ GraphPlan decode_plan(const void* data, size_t size) {
     n.label = r.get_str("a node's label");
     n.args.resize(r.get_count("a node's arguments", 4));
     for (int& a : n.args) a = r.get<int32_t>("a node's arguments");
+    if (!device) continue;
+    for (uint32_t& v : n.launch.grid) v = r.get<uint32_t>("a node's launch");
+    for (uint32_t& v : n.launch.block) v = r.get<uint32_t>("a node's launch");
+    n.launch.dynamic_shared_bytes = r.get<uint32_t>("a node's launch");
   }
   plan.inputs = decode_io(r, "inputs");
   plan.outputs = decode_io(r, "outputs");

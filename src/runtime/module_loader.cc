@@ -100,8 +100,10 @@ GraphPlan validate_module_data(const ModuleData& d, const std::string& path) {
     fail(ErrorKind::kIncompatible, path,
          "written by kiln " + d.version + ", this runtime is kiln " KILN_VERSION_STRING +
              " (recompile the model with this version)");
-  std::string why = target_incompatibility(d.target, host_cpu_features());
-  if (!why.empty()) fail(ErrorKind::kIncompatible, path, why);
+  if (!d.device) {
+    std::string why = target_incompatibility(d.target, host_cpu_features());
+    if (!why.empty()) fail(ErrorKind::kIncompatible, path, why);
+  }
 
   GraphPlan plan;
   try {
@@ -109,8 +111,9 @@ GraphPlan validate_module_data(const ModuleData& d, const std::string& path) {
   } catch (const kiln::Error& e) {
     fail(ErrorKind::kInvalidModule, path, std::string("corrupt kiln module: ") + e.what());
   }
-  if (plan.target != d.target || plan.kiln_version != d.version)
-    fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: its plan and its metadata disagree on target or version");
+  if (plan.target != d.target || plan.kiln_version != d.version || (plan.device_type != kDLCPU) != d.device)
+    fail(ErrorKind::kInvalidModule, path,
+         "corrupt kiln module: its plan and its metadata disagree on target, version or device");
 
   if (static_cast<int64_t>(d.weights_size) != plan.weights_bytes || d.weights_checksum != plan.weights_checksum)
     fail(ErrorKind::kInvalidModule, path, "corrupt kiln module: its plan and its metadata disagree on the weights");
@@ -160,17 +163,18 @@ std::shared_ptr<const LoadedModule> LoadedModule::load(const std::string& path) 
   if (magic == nullptr || dladdr(magic, &info) == 0)
     fail(ErrorKind::kInvalidModule, path, "not a kiln module (it has no " KILN_SYM_MAGIC " symbol)");
   base = info.dli_fbase;
-  if (std::strncmp(magic, KILN_MODULE_MAGIC, sizeof(KILN_MODULE_MAGIC)) != 0)
+  ModuleData d;
+  d.device = std::strncmp(magic, KILN_MODULE_MAGIC_DEVICE, sizeof(KILN_MODULE_MAGIC_DEVICE)) == 0;
+  if (!d.device && std::strncmp(magic, KILN_MODULE_MAGIC, sizeof(KILN_MODULE_MAGIC)) != 0)
     fail(ErrorKind::kIncompatible, path,
          std::string("module format '") + std::string(magic, strnlen(magic, 64)) + "', this runtime reads '" +
-             KILN_MODULE_MAGIC + "'");
+             KILN_MODULE_MAGIC + "' and '" KILN_MODULE_MAGIC_DEVICE "'");
 
   auto need = [&](const char* name) {
     void* p = sym(name);
     if (p == nullptr) fail(ErrorKind::kInvalidModule, path, std::string("corrupt kiln module: no symbol ") + name);
     return p;
   };
-  ModuleData d;
   d.version = static_cast<const char*>(need(KILN_SYM_VERSION));
   d.target = static_cast<const char*>(need(KILN_SYM_TARGET));
   d.plan = need(KILN_SYM_PLAN);
@@ -182,6 +186,12 @@ std::shared_ptr<const LoadedModule> LoadedModule::load(const std::string& path) 
   m->version_ = d.version;
   m->target_ = d.target;
   m->weights_ = d.weights;
+  if (d.device) {
+    const void* images = need(KILN_SYM_DEVICE_IMAGES);
+    uint64_t size = *static_cast<const uint64_t*>(need(KILN_SYM_DEVICE_IMAGES_SIZE));
+    m->device_graph_.reset(load_device_graph(m->plan_, images, size, m->weights_, path, &m->device_library_));
+    return m;
+  }
 
   for (size_t n = 0; n < m->plan_.nodes.size(); ++n) {
     const GraphNode& node = m->plan_.nodes[n];
@@ -201,6 +211,8 @@ std::shared_ptr<const LoadedModule> LoadedModule::load(const std::string& path) 
 }
 
 LoadedModule::~LoadedModule() {
+  device_graph_.reset();
+  if (device_library_ != nullptr) dlclose(device_library_);
   if (handle_ != nullptr) dlclose(handle_);
 }
 

@@ -12,7 +12,7 @@
 
 namespace kiln {
 
-namespace {
+namespace target_detail {
 
 // "32768", "48K", "1M", "1.25M" -> bytes.
 int64_t parse_size(const std::string& spec, const std::string& option, const std::string& text) {
@@ -42,7 +42,11 @@ std::string human_size(int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-}  // namespace
+}  // namespace target_detail
+
+using target_detail::human_size;
+using target_detail::parse_size;
+using target_detail::size_str;
 
 bool CpuFacts::operator==(const CpuFacts& o) const {
   return vector_bits == o.vector_bits && vector_registers == o.vector_registers && fma == o.fma &&
@@ -53,15 +57,17 @@ bool CpuFacts::operator==(const CpuFacts& o) const {
 }
 
 bool Target::operator==(const Target& o) const {
-  return kind == o.kind && triple == o.triple && cpu == o.cpu && features == o.features && facts == o.facts;
+  return kind == o.kind && triple == o.triple && cpu == o.cpu && features == o.features && facts == o.facts &&
+         gpu == o.gpu;
 }
 
 Target Target::parse(const std::string& spec) {
   std::istringstream is(spec);
   std::string kind;
   is >> kind;
+  if (kind == "cuda" || kind == "opencl") return target_detail::parse_gpu(spec, kind, is);
   KILN_USER_CHECK(kind == "llvm") << "target '" << spec << "': unknown kind '" << kind
-                                  << "' (kiln generates code for 'llvm' targets: CPUs)";
+                                  << "' (kiln generates code for 'llvm' (CPUs), 'cuda' and 'opencl')";
   std::string triple, cpu, features, tok;
   bool has_cpu = false, has_attr = false;
   int cores = 0;
@@ -129,6 +135,7 @@ Target Target::parse(const std::string& spec) {
 }
 
 std::string Target::str() const {
+  if (is_gpu()) return target_detail::gpu_str(*this);
   std::string s = isa();
   s += fmt::format(" -num-cores={} -l1d={} -l2={} -l3={}", facts.cores, size_str(facts.l1d_bytes),
                    size_str(facts.l2_bytes), size_str(facts.l3_bytes));
@@ -136,6 +143,7 @@ std::string Target::str() const {
 }
 
 std::string Target::isa() const {
+  if (is_gpu()) return target_detail::gpu_isa(*this);
   std::string s = "llvm";
   if (!triple.empty()) s += " -mtriple=" + triple;
   if (!cpu.empty()) s += " -mcpu=" + cpu;
@@ -148,13 +156,16 @@ std::string Target::isa_of(const std::string& spec) {
   std::string tok, out;
   while (is >> tok) {
     std::string key = tok.substr(0, tok.find('='));
-    if (key == "-num-cores" || key == "-l1d" || key == "-l2" || key == "-l3") continue;
+    if (key == "-num-cores" || key == "-l1d" || key == "-l2" || key == "-l3" || key == "-max-threads-per-block" ||
+        key == "-max-shared" || key == "-multiprocessors")
+      continue;
     out += (out.empty() ? "" : " ") + tok;
   }
   return out;
 }
 
 std::string Target::summary() const {
+  if (is_gpu()) return target_detail::gpu_summary(*this);
   std::string arch = triple.substr(0, triple.find('-'));
   std::string fma = facts.fma ? fmt::format("FMA ({} cycles, {}/cycle)", facts.fma_latency, facts.fma_per_cycle)
                               : std::string("no FMA");

@@ -97,6 +97,34 @@ TEST_CASE("a graph plan round-trips through its binary form, which is determinis
   CHECK(bytes.size() == 8 + 9 + 22 + 16 + 20 + 4 + entries + 4 + nodes + io);
 }
 
+TEST_CASE("a device plan round-trips as version 2 with its device type and launches", "[graph][plan]") {
+  GraphPlan p = small_plan();
+  p.target = "opencl";
+  p.device_type = kDLOpenCL;
+  p.nodes[0].launch.grid[0] = 6;
+  p.nodes[0].launch.block[0] = 256;
+  p.nodes[1].launch.grid[1] = 3;
+  p.nodes[1].launch.block[2] = 4;
+  p.nodes[1].launch.dynamic_shared_bytes = 1024;
+  std::string bytes = encode_plan(p);
+  uint32_t version;
+  std::memcpy(&version, &bytes[4], 4);
+  CHECK(version == kDevicePlanFormatVersion);
+  GraphPlan q = decode(bytes);
+  require_same(p, q);
+  CHECK(q.device_type == kDLOpenCL);
+  for (size_t n = 0; n < p.nodes.size(); ++n)
+    CHECK(std::memcmp(&p.nodes[n].launch, &q.nodes[n].launch, sizeof(LaunchDims)) == 0);
+  CHECK(encode_plan(q) == bytes);
+  // The CPU form of the same plan is 4 (device type) + 2 x 28 (launches) bytes shorter.
+  GraphPlan cpu = p;
+  cpu.device_type = kDLCPU;
+  CHECK(encode_plan(cpu).size() + 4 + 2 * 28 == bytes.size());
+  // A device type that is neither CUDA nor OpenCL.
+  poke<int32_t>(bytes, 8 + 4 + 5 + 4 + 6, 7);
+  CHECK_THROWS_WITH(decode(bytes), Catch::Contains("unknown device type 7"));
+}
+
 TEST_CASE("decode_plan refuses every truncation and trailing bytes, naming what it could not read", "[graph][plan]") {
   std::string good = encode_plan(small_plan());
   // Every proper prefix is an error (never a crash, never an over-read: ASan checks that).
@@ -120,7 +148,7 @@ TEST_CASE("decode_plan refuses a foreign header, another version, impossible cou
 
   s = good;
   poke<uint32_t>(s, 4, 9);
-  CHECK_THROWS_WITH(decode(s), Contains("format version 9 is not supported (this runtime reads 1)"));
+  CHECK_THROWS_WITH(decode(s), Contains("format version 9 is not supported (this runtime reads 1 and 2)"));
 
   // The storage count sits after the header (8), the two strings (9 + 22) and the weights (16).
   const size_t storages_at = 8 + 9 + 22 + 16;

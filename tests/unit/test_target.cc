@@ -83,7 +83,7 @@ TEST_CASE("Target facts of aarch64 and overrides", "[target]") {
 TEST_CASE("Target errors name the culprit", "[target]") {
   using Catch::Contains;
   REQUIRE_THROWS_WITH(Target::parse("llvm -O3"), Contains("'-O3'"));
-  REQUIRE_THROWS_WITH(Target::parse("cuda"), Contains("unknown kind 'cuda'"));
+  REQUIRE_THROWS_WITH(Target::parse("rocm"), Contains("unknown kind 'rocm'"));
   REQUIRE_THROWS_WITH(Target::parse("llvm -mcpu=no-such-cpu"), Contains("unknown CPU 'no-such-cpu'"));
   REQUIRE_THROWS_WITH(Target::parse("llvm -mtriple=nonsense-arch-linux"), Contains("unknown triple 'nonsense-arch-linux'"));
   REQUIRE_THROWS_WITH(Target::parse("llvm -num-cores=0"), Contains("-num-cores expects a positive count, got '0'"));

@@ -19,6 +19,7 @@
 #include "bind.h"
 #include "commands.h"
 #include "external_runner.h"
+#include "kiln/runtime/cpu_features.h"
 #include "kiln/autotune/apply_log.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/frontend/onnx.h"
@@ -280,7 +281,8 @@ void add_check(CLI::App& app, int* status) {
       copts.target = Target::parse(args->target);
       std::optional<RunnerCommand> runner;
       if (!args->runner.empty() || is_foreign(copts.target))
-        runner = find_runner(triple_arch(copts.target.triple), args->runner);
+        runner = find_runner(copts.target.is_gpu() ? runtime::host_cpu_features().arch : triple_arch(copts.target.triple),
+                             args->runner);
       return check_case(args->dir, args->rtol, args->atol, copts, args->tuning_log, runner,
                         read_shape_specs(args->input_shapes));
     });

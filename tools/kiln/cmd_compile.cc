@@ -1,5 +1,5 @@
 // kiln compile MODEL.onnx -o OUT.so [--target T] [--dump-ir STAGE] [--tuning-log LOG] [--bind NAME=FILE.pb]
-//              [--input-shape NAME=D0,D1,...]
+//              [--input-shape NAME=D0,D1,...] [--save-device-code DIR]
 #include <iostream>
 
 #include "bind.h"
@@ -12,7 +12,7 @@ namespace kiln::cli {
 
 void add_compile(CLI::App& app, int* status) {
   struct Args {
-    std::string model, out, target = "llvm", dump_ir, tuning_log;
+    std::string model, out, target = "llvm", dump_ir, tuning_log, device_code;
     std::vector<std::string> bind, input_shapes;
     bool no_winograd = false;
     std::string layout = "auto";
@@ -27,6 +27,8 @@ void add_compile(CLI::App& app, int* status) {
   c->add_option("--bind", args->bind, "NAME=FILE.pb: graph input NAME becomes this constant (static shapes)")
       ->check(name_equals_file());
   add_input_shape_option(c, &args->input_shapes);
+  c->add_option("--save-device-code", args->device_code,
+                "DIR: cuda/opencl targets: write each kernel's CUDA C or OpenCL C (and PTX) into DIR");
   c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3) for 3x3 stride-1 convs)");
   c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->callback([args, status] {
@@ -39,8 +41,14 @@ void add_compile(CLI::App& app, int* status) {
       if (!args->tuning_log.empty()) opts.schedules = &log.emplace(args->tuning_log, opts.target);
       opts.winograd = !args->no_winograd;
       opts.layout = parse_layout(args->layout);
+      KILN_USER_CHECK(args->device_code.empty() || opts.target.is_gpu())
+          << "--save-device-code needs a cuda or opencl target (this one is '" << args->target << "')";
       CompiledModel compiled = compile(m, opts);
       for (const std::string& note : compiled.notes) std::cerr << "note: " << note << "\n";
+      if (!args->device_code.empty()) {
+        std::vector<std::string> files = codegen::write_device_code(*compiled.device, args->device_code);
+        std::cerr << "note: wrote " << files.size() << " files of device code into " << args->device_code << "\n";
+      }
       export_library(compiled, args->out);
       std::cout << "compiled " << args->model << " -> " << args->out << " (" << compiled.kernels.size()
                 << " kernels, " << compiled.weights.size() << " bytes of weights)\n";

@@ -126,6 +126,8 @@ std::string triple_arch(const std::string& triple) {
 }
 
 bool is_foreign(const Target& target) {
+  // A GPU module is a library for this machine (the device images ride in it).
+  if (target.is_gpu()) return false;
   return triple_arch(target.triple) != runtime::host_cpu_features().arch;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/stmt.h"
 #include "kiln/runtime/graph_plan.h"
 
@@ -17,5 +18,12 @@ namespace kiln::codegen {
 // destination, a malformed plan, a missing linker or a failed link.
 void export_library(const runtime::GraphPlan& plan, const std::vector<ir::PrimFunc>& kernels,
                     const std::vector<uint8_t>& weights, const std::string& path);
+
+// The same for a GPU module (plan.device_type kDLCUDA or kDLOpenCL, one node per launch): a
+// library of data only, for this machine's architecture (the runtime that loads it runs on the
+// host), carrying `device`'s images (CUDA: cubins and PTX; OpenCL: the source) under the
+// device module format (runtime/module_format.h).
+void export_device_library(const runtime::GraphPlan& plan, const GpuModule& device, const std::vector<uint8_t>& weights,
+                           const std::string& path);
 
 }  // namespace kiln::codegen

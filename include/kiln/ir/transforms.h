@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/ir/device_program.h"
 #include "kiln/ir/stmt.h"
 
 namespace kiln::ir {
@@ -32,5 +33,37 @@ PrimFunc vectorize_loops(const PrimFunc& f, std::vector<std::string>* notes = nu
 // Replaces each ForKind::Unrolled loop of constant extent by copies of its body.
 Stmt unroll_loops(const Stmt& s);
 PrimFunc unroll_loops(const PrimFunc& f);
+
+}  // namespace kiln::ir
+
+// ---- GPU passes (after the loops above; codegen/driver.h lists their order) -----------------
+
+namespace kiln::ir {
+
+// Checks thread binding in a lowered GPU function: every statement that computes is inside a
+// block and thread binding (a kernel of no bound loop would run once per launch, on one
+// thread: not what any schedule means), block axes outside thread axes, constant extents, one
+// launch extent per thread tag within a kernel (a smaller one is guarded), and the limits
+// (threads per block, grid, static shared memory). Throws kiln::Error naming the function,
+// the loop and the limit.
+void verify_gpu(const PrimFunc& f, const GpuLimits& limits);
+
+// Splits a verified GPU function into kernels: each top-level statement under the function's
+// global allocations becomes a kernel with its launch record (extents of its thread-bound
+// loops), and each such allocation a workspace buffer. Kernel parameters are the buffers a
+// kernel uses, the function's parameters first, in the function's order.
+DeviceProgram split_host_device(const PrimFunc& f);
+
+// Moves every shared allocation of a kernel to its top, outside all loops (OpenCL requires
+// __local declarations at a kernel's outermost scope; one allocation per block either way).
+PrimFunc hoist_device_allocations(const PrimFunc& kernel);
+
+// Inserts block-wide barriers (evaluate(kiln_barrier())) where threads of a block exchange data
+// through shared buffers: between a write and a later access of the same shared buffer, and a
+// read and a later write, including across iterations of a loop. Conservative: every access of
+// a shared buffer may be another thread's. kiln::Error naming the kernel and buffer when a
+// barrier would be needed inside a branch not all threads of the block take (a condition on a
+// thread index, or a thread loop narrower than `launch`'s block).
+PrimFunc insert_thread_sync(const PrimFunc& kernel, const KernelLaunch& launch);
 
 }  // namespace kiln::ir

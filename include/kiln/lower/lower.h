@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kiln/ir/device_program.h"
 #include "kiln/lower/strategy.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/runtime/graph_plan.h"
@@ -81,6 +82,12 @@ runtime::GraphPlan make_graph_plan(const relay::FusedModule& module, const relay
 
 // The DLPack type of a graph dtype (bool: {kDLUInt, 1, 1}, one byte per element).
 DLDataType to_dlpack(relay::DataType dtype);
+
+// A GPU module's plan: each node (one fused group, its kernel split into launches by
+// ir::split_host_device; programs[i] belongs to nodes[i]) becomes one node per launch, with its
+// grid and block; each workspace buffer becomes an entry in a storage of its own. Sets the
+// plan's device type (kDLCUDA or kDLOpenCL).
+void add_device_launches(runtime::GraphPlan* plan, const std::vector<ir::DeviceProgram>& programs, int32_t device_type);
 
 // Where compile() takes each kernel's knobs from (TVM's ApplyHistoryBest): the template defaults
 // when none is given, a tuning log (autotune/apply_log.h) otherwise.

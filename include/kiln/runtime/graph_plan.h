@@ -24,10 +24,19 @@ struct GraphEntry {
   bool is_constant = false;
 };
 
+// A GPU kernel's launch shape, as CUDA states it: `grid` blocks of `block` threads (on OpenCL
+// the global size is grid * block per dimension, the work-group size block).
+struct LaunchDims {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t dynamic_shared_bytes = 0;
+};
+
 struct GraphNode {
-  std::string kernel;        // symbol of the kernel (runtime/kernel.h calling convention)
+  std::string kernel;        // symbol of the kernel (runtime/kernel.h calling convention), or a device kernel's name
   std::vector<int> args;     // entry ids, in the kernel's parameter order
   std::string label;         // what the node computes, for profiles and errors ("conv2d+add+relu")
+  LaunchDims launch;         // device plans only
 };
 
 struct GraphIO {
@@ -38,6 +47,9 @@ struct GraphIO {
 struct GraphPlan {
   std::string kiln_version;
   std::string target;        // the codegen target string the kernels were built for
+  // Where the kernels run: kDLCPU (kernels are functions of the library), kDLCUDA or kDLOpenCL
+  // (kernels are in the module's device images; every node is one launch).
+  int32_t device_type = kDLCPU;
   std::vector<int64_t> storage_bytes;
   std::vector<GraphEntry> entries;
   std::vector<GraphNode> nodes;   // in execution order
@@ -53,7 +65,11 @@ struct GraphPlan {
 // u8 bits, u16 lanes, u8 constant, u8 rank, i32 storage, i64 offset, i64 extents), nodes (u32
 // count; each kernel and label strings, u32 count and i32 entry ids), inputs and outputs (u32
 // count; each name string and i32 entry). Bump kPlanFormatVersion on any change.
+// Version 2, written for device plans only (CPU plans stay version 1 byte for byte): an i32
+// device_type after target, and after each node's arguments its launch (u32 grid[3],
+// block[3], dynamic_shared_bytes).
 constexpr uint32_t kPlanFormatVersion = 1;
+constexpr uint32_t kDevicePlanFormatVersion = 2;
 std::string encode_plan(const GraphPlan& plan);
 // The inverse: throws kiln::Error naming what it could not read (truncation, a bad header or
 // version, an impossible count, an unknown dtype, trailing bytes). It checks the encoding only;

@@ -23,13 +23,20 @@
  * runtime symbol at load time: it works the same under the shared runtime (even when that one
  * was itself dlopen'ed RTLD_LOCAL, as by Python's ctypes) and under the static runtime linked
  * into an executable without -rdynamic. An unset slot makes the trampoline return
- * KILN_MODULE_NO_RUNTIME instead of crashing. */
+ * KILN_MODULE_NO_RUNTIME instead of crashing.
+ *
+ * A device module (cuda or opencl target) has KILN_MODULE_MAGIC_DEVICE, no kernel functions
+ * and no slot, and two more symbols: its kernels' device images (runtime/device_graph.h):
+ *   const uint8_t  kiln_module_device_images[];
+ *   const uint64_t kiln_module_device_images_size;
+ * A runtime that reads only format 2 refuses it by its magic. */
 #ifndef KILN_RUNTIME_MODULE_FORMAT_H_
 #define KILN_RUNTIME_MODULE_FORMAT_H_
 
 /* Bump the trailing number when the layout above changes incompatibly (2: the plan is binary,
  * no longer JSON). */
 #define KILN_MODULE_MAGIC "kiln-module-format-2"
+#define KILN_MODULE_MAGIC_DEVICE "kiln-module-format-3-device"
 
 #define KILN_SYM_MAGIC "kiln_module_magic"
 #define KILN_SYM_VERSION "kiln_module_version"
@@ -40,6 +47,8 @@
 #define KILN_SYM_WEIGHTS_SIZE "kiln_module_weights_size"
 #define KILN_SYM_WEIGHTS_CHECKSUM "kiln_module_weights_checksum"
 #define KILN_SYM_PARALLEL_FOR_SLOT "kiln_module_parallel_for_slot"
+#define KILN_SYM_DEVICE_IMAGES "kiln_module_device_images"
+#define KILN_SYM_DEVICE_IMAGES_SIZE "kiln_module_device_images_size"
 
 /* What a kernel's kiln_parallel_for returns when the module was loaded without the runtime. */
 #define KILN_MODULE_NO_RUNTIME (-3)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/runtime/device_graph.h"
 #include "kiln/runtime/graph_plan.h"
 #include "kiln/runtime/kernel.h"
 #include "kiln/support/error.h"
@@ -51,8 +52,11 @@ class LoadedModule {
   const std::string& kiln_version() const { return version_; }  // of the compiler that wrote it
   const std::string& target() const { return target_; }
   const uint8_t* weights() const { return weights_; }
-  // The kernel of plan().nodes[node].
+  // The kernel of plan().nodes[node] (CPU modules).
   kiln_kernel_fn node_kernel(size_t node) const { return node_kernels_[node]; }
+  // Device modules: the plan loaded on its device (device opened, images loaded, constants
+  // uploaded, by libkiln_device.so); null for CPU modules.
+  const DeviceGraph* device_graph() const { return device_graph_.get(); }
 
  private:
   LoadedModule() = default;
@@ -61,10 +65,20 @@ class LoadedModule {
   GraphPlan plan_;
   const uint8_t* weights_ = nullptr;
   std::vector<kiln_kernel_fn> node_kernels_;
+  std::unique_ptr<DeviceGraph> device_graph_;
+  void* device_library_ = nullptr;  // libkiln_device.so, closed after device_graph_ goes
 };
+
+// Loads libkiln_device.so (KILN_DEVICE_LIBRARY, else beside the runtime library or program, or
+// in its ../lib, else the library path) and makes the device graph of a device module.
+// Throws RuntimeError(kIncompatible) saying why: the library is missing, no driver, no image
+// for this GPU. *library receives the dlopen handle, to be closed after the graph is deleted.
+DeviceGraph* load_device_graph(const GraphPlan& plan, const void* images, size_t images_size, const uint8_t* weights,
+                               const std::string& path, void** library);
 
 // What a module carries besides its kernels (runtime/module_format.h), as the loader finds it.
 struct ModuleData {
+  bool device = false;  // KILN_MODULE_MAGIC_DEVICE: a cuda or opencl target, no CPU check
   std::string version, target;
   const void* plan = nullptr;
   uint64_t plan_size = 0;

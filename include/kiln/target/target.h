@@ -7,6 +7,8 @@
 //   llvm -mcpu=x86-64-v3                          AVX2 + FMA code; caches and cores of this machine
 //   llvm -mcpu=znver3                             a named CPU: its features and its cache sizes
 //   llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1   cross-compiled (objects, linked by a cross linker)
+//   cuda -arch=sm_90                              NVIDIA GPUs: CUDA C through NVRTC (target_gpu.cc)
+//   opencl                                        OpenCL C for any OpenCL device (PoCL checks it on CPUs)
 // Options after the kind: -mtriple=T -mcpu=C -mattr=+f,-g (LLVM's), and the machine facts
 // -num-cores=N -l1d=SIZE -l2=SIZE -l3=SIZE (bytes, or with a K/M suffix) to override what is
 // detected or known. Target::str() writes every field, so parse(str()) reproduces the target
@@ -19,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -43,12 +46,28 @@ struct CpuFacts {
   bool operator==(const CpuFacts& o) const;
 };
 
+// What GPU schedules and the GPU verifier read (target_gpu.cc states where each default comes
+// from). The OpenCL target keeps CUDA's block limits so the same schedules run on both (the
+// OpenCL text checks the CUDA text's indexing), with warp_size 1: no warp-level code.
+struct GpuFacts {
+  int sm = 0;                               // compute capability major*10 + minor (80, 90); 0 for OpenCL
+  int max_threads_per_block = 1024;
+  int64_t max_shared_bytes = 48 << 10;      // static shared memory per block
+  int64_t max_dynamic_shared_bytes = 48 << 10;  // per block with the opt-in attribute (sm_90: 227 KiB)
+  int registers_per_block = 65536;
+  int max_registers_per_thread = 255;
+  int warp_size = 32;
+  int multiprocessors = 108;                // SMs (compute units): grids of fewer blocks leave some idle
+  bool operator==(const GpuFacts& o) const;
+};
+
 struct Target {
   TargetKind kind = TargetKind::kLLVM;
   std::string triple;    // "x86_64-pc-linux-gnu"
   std::string cpu;       // LLVM CPU name: "znver4", "x86-64-v3", "neoverse-n1", "generic"
   std::string features;  // LLVM feature list, comma separated ("+avx2,+fma,-avx512f")
   CpuFacts facts;
+  GpuFacts gpu;  // cuda and opencl targets only
 
   // This machine: host triple, CPU name, every feature LLVM detects (+ or -), caches, cores.
   static Target host();
@@ -73,6 +92,10 @@ struct Target {
 
   // Vector lanes of an element of `bits` bits (float32: 8 on AVX2, 16 on AVX-512, 4 on NEON).
   int lanes(int bits = 32) const { return facts.vector_bits / bits > 0 ? facts.vector_bits / bits : 1; }
+  bool is_gpu() const { return kind == TargetKind::kCUDA || kind == TargetKind::kOpenCL; }
+  // The cubins a cuda module carries (sm_80 and sm_90, and the target's own sm), and the
+  // highest of them also as PTX, which the driver compiles for newer GPUs.
+  std::vector<int> cuda_image_sms() const;
   bool is_x86() const;
   bool is_aarch64() const;
   // True if `features` enables `name` ("avx512f" matches "+avx512f"); facts are what schedules

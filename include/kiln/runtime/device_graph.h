@@ -1,0 +1,97 @@
+// A compiled model's plan run on a device: the interface between the runtime (graph_executor,
+// module_loader) and the device layer's library, libkiln_device.so, which the runtime loads
+// with dlopen the first time a device module is loaded (so CPU-only programs never need it and
+// libkiln_runtime.so stays small). Everything crosses the boundary through one C entry point
+// and these virtual interfaces.
+//
+// Device images: what a device module carries in its kiln_module_device_images symbol
+// (module_format.h), little-endian: "KIMG", u32 count, then per image u32 format
+// (DeviceImage::Format), u32 sm, u64 offset and u64 size (offsets from the blob's start), then
+// the bytes.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/device_api.h"
+#include "kiln/runtime/graph_plan.h"
+#include "kiln/support/error.h"
+
+namespace kiln::runtime {
+
+// One inference at a time on the device, with its own activation buffers.
+class DeviceGraphContext {
+ public:
+  virtual ~DeviceGraphContext() = default;
+  // Copies each input (compact host memory, plan.inputs order) to the device, launches every
+  // node in order, waits, and copies each output into `outputs` (plan.outputs order; outputs
+  // that are constants are not copied: they are the module's weights).
+  virtual void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) = 0;
+};
+
+// A device module loaded once: device opened, images loaded, constants uploaded. Contexts made
+// from it share those, and may run concurrently from different threads.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  virtual std::string description() const = 0;  // the device's
+  virtual std::unique_ptr<DeviceGraphContext> new_context() const = 0;
+};
+
+inline std::string encode_device_images(const std::vector<DeviceImage>& images) {
+  std::string out = "KIMG";
+  auto put = [&](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  put(static_cast<uint32_t>(images.size()));
+  uint64_t offset = 4 + 4 + images.size() * 24;
+  for (const DeviceImage& im : images) {
+    put(static_cast<uint32_t>(im.format));
+    put(static_cast<uint32_t>(im.sm));
+    put(offset);
+    put(static_cast<uint64_t>(im.bytes.size()));
+    offset += im.bytes.size();
+  }
+  for (const DeviceImage& im : images) out += im.bytes;
+  return out;
+}
+
+// Throws kiln::Error naming what is wrong with a damaged blob.
+inline std::vector<DeviceImage> decode_device_images(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  auto get = [&](size_t at, auto* v) {
+    KILN_USER_CHECK(at + sizeof(*v) <= size) << "device images: truncated";
+    std::memcpy(v, p + at, sizeof(*v));
+  };
+  KILN_USER_CHECK(size >= 8 && std::memcmp(p, "KIMG", 4) == 0) << "device images: no KIMG header";
+  uint32_t n = 0;
+  get(4, &n);
+  KILN_USER_CHECK(n <= (size - 8) / 24) << "device images: count " << n << " exceeds the blob";
+  std::vector<DeviceImage> images(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t format = 0, sm = 0;
+    uint64_t offset = 0, bytes = 0;
+    get(8 + i * 24, &format);
+    get(12 + i * 24, &sm);
+    get(16 + i * 24, &offset);
+    get(24 + i * 24, &bytes);
+    KILN_USER_CHECK(format <= DeviceImage::kOpenCLSource) << "device images: image " << i << " has format " << format;
+    KILN_USER_CHECK(offset <= size && bytes <= size - offset) << "device images: image " << i << " lies outside the blob";
+    images[i].format = static_cast<DeviceImage::Format>(format);
+    images[i].sm = static_cast<int>(sm);
+    images[i].bytes.assign(p + offset, bytes);
+  }
+  return images;
+}
+
+}  // namespace kiln::runtime
+
+// The entry point of libkiln_device.so: the device graph of `plan` (a device plan), or null
+// with a message in `error` (e.g. "needs a CUDA driver: libcuda.so.1 not found").
+extern "C" kiln::runtime::DeviceGraph* kiln_device_graph_create(const kiln::runtime::GraphPlan* plan,
+                                                                 const void* images, size_t images_size,
+                                                                 const uint8_t* weights, char* error,
+                                                                 size_t error_size);
+typedef kiln::runtime::DeviceGraph* (*kiln_device_graph_create_fn)(const kiln::runtime::GraphPlan*, const void*, size_t,
+                                                                  const uint8_t*, char*, size_t);

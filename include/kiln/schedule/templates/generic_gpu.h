@@ -1,0 +1,29 @@
+// The GPU schedule every fused group can take: one thread per output element of each stage
+// that keeps a buffer, reductions summed serially by that thread. Knob (schedule/config.h):
+//
+//   threads   threads per block: 64 .. 1024 (at most the target's max_threads_per_block);
+//             default 256, fewer for a stage with fewer elements (a multiple of the warp)
+//
+// Every compute stage that is not an output and not a reduction is inlined into its readers.
+// Each remaining stage (outputs, and the reductions other stages read: a softmax's max and
+// sum) fuses its data-parallel axes into one loop, split into blocks (blockIdx.x) of `threads`
+// threads (threadIdx.x), with a guard for the last block; its reduce axes stay serial loops
+// inside. Each such stage is a kernel of its own (ir::split_host_device), an intermediate one
+// writing a workspace buffer the next reads. Correct for every group; the op-specific GPU
+// templates (shared-memory tiles, cross-thread reductions) are what makes groups fast.
+#pragma once
+
+#include <vector>
+
+#include "kiln/schedule/config.h"
+#include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
+
+namespace kiln::schedule {
+
+void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg);
+
+// Binds one root stage as above: its data-parallel axes fused, split by `threads`.
+void bind_elementwise_gpu(Stage st, int64_t threads, const Target& target);
+
+}  // namespace kiln::schedule

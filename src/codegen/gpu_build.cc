@@ -1,0 +1,110 @@
+#include "kiln/codegen/gpu_build.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/ir/transforms.h"
+#include "kiln/support/error.h"
+#include "source/codegen_c.h"
+#include "source/nvrtc_compile.h"
+
+namespace kiln::codegen {
+
+bool cuda_codegen_available() { return source::nvrtc_available(); }
+
+ir::GpuLimits gpu_limits(const Target& target) {
+  ir::GpuLimits l;
+  l.max_threads_per_block = target.gpu.max_threads_per_block;
+  l.max_shared_bytes = target.gpu.max_shared_bytes;
+  return l;
+}
+
+GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target, const GpuBuildOptions& options) {
+  KILN_USER_CHECK(target.is_gpu()) << "build_gpu: target '" << target.str() << "' is not a GPU target";
+  GpuModule m;
+  m.target = target;
+  const ir::GpuLimits limits = gpu_limits(target);
+  for (const ir::PrimFunc& f : funcs) {
+    ir::verify_gpu(f, limits);
+    ir::DeviceProgram p = ir::split_host_device(f);
+    for (size_t k = 0; k < p.kernels.size(); ++k)
+      p.kernels[k] = ir::insert_thread_sync(ir::hoist_device_allocations(p.kernels[k]), p.launches[k]);
+    m.programs.push_back(std::move(p));
+  }
+  const source::Language lang = target.kind == TargetKind::kCUDA ? source::Language::kCUDA : source::Language::kOpenCL;
+  m.source = source::print_module(m.programs, source::dialect(lang));
+  if (lang == source::Language::kCUDA && options.compile) {
+    source::NvrtcResult r = source::compile_cuda(m.source, target.cuda_image_sms());
+    m.images = std::move(r.images);
+    for (const source::KernelResources& k : r.resources)
+      m.notes.push_back(fmt::format("kernel {} (sm_{}): {} registers, {} bytes shared, {} bytes stack, spills {}/{} bytes",
+                                    k.kernel, k.sm, k.registers, k.shared_bytes, k.stack_bytes, k.spill_stores_bytes,
+                                    k.spill_loads_bytes));
+    m.notes.push_back(fmt::format("NVRTC compiled {} kernels for {} images in {:.2f} s", r.resources.size(),
+                                  m.images.size(), r.seconds));
+  }
+  return m;
+}
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  KILN_USER_CHECK(out.good()) << "--save-device-code: cannot write '" << path << "': " << std::strerror(errno);
+}
+
+// The PTX of `kernels` alone: the module PTX's header (up to its first entry) and their
+// `.entry` blocks. kiln's kernels call no .func (its helpers are inlined), so each entry stands
+// alone.
+std::string ptx_of(const std::string& ptx, const std::vector<ir::PrimFunc>& kernels) {
+  size_t first = ptx.find(".visible .entry");
+  if (first == std::string::npos) return ptx;
+  std::string out = ptx.substr(0, first);
+  for (const ir::PrimFunc& k : kernels) {
+    size_t at = ptx.find(".visible .entry " + k.name + "(");
+    if (at == std::string::npos) continue;
+    // The entry's body ends at the closing brace of its outermost block.
+    size_t open = ptx.find('{', at);
+    int depth = 0;
+    size_t end = open;
+    for (; end < ptx.size(); ++end) {
+      if (ptx[end] == '{') ++depth;
+      if (ptx[end] == '}' && --depth == 0) break;
+    }
+    out += ptx.substr(at, end + 1 - at) + "\n\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> write_device_code(const GpuModule& m, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  KILN_USER_CHECK(!ec) << "--save-device-code: cannot create '" << dir << "': " << ec.message();
+  const bool cuda = m.target.kind == TargetKind::kCUDA;
+  const source::Dialect& d = source::dialect(cuda ? source::Language::kCUDA : source::Language::kOpenCL);
+  const std::string ext = cuda ? ".cu" : ".cl";
+  std::string ptx;
+  for (const GpuImage& im : m.images)
+    if (im.ptx) ptx = std::string(im.bytes.c_str());  // without its terminating NUL
+  std::vector<std::string> files;
+  auto write = [&](const std::string& name, const std::string& text) {
+    files.push_back(dir + "/" + name);
+    write_text(files.back(), text);
+  };
+  for (const ir::DeviceProgram& p : m.programs) {
+    write(p.name + ext, source::print_module({p}, d));
+    if (!ptx.empty()) write(p.name + ".ptx", ptx_of(ptx, p.kernels));
+  }
+  write("module" + ext, m.source);
+  return files;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,443 @@
+// The C-source printer shared by the CUDA and OpenCL dialects (codegen_c.h).
+//
+// Expressions print fully parenthesized. Expression lets become statements before the
+// statement that uses them (their values are pure). Integer floor division and modulo, and
+// float min/max (a < b ? a : b, as the LLVM backend: NaN picks the second operand), are helper
+// functions of the preamble so no operand is evaluated twice.
+#include "codegen_c.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kiln/ir/functor.h"
+#include "kiln/support/error.h"
+
+namespace kiln::codegen::source {
+namespace {
+
+using ir::DataType;
+using ir::ExprKind;
+
+// The buffers a kernel stores to: the others are read-only parameters.
+std::unordered_set<const ir::VarNode*> written_buffers(const ir::Stmt& body) {
+  struct Scan : ir::StmtVisitor {
+    std::unordered_set<const ir::VarNode*> out;
+    void visit_buffer_store(const ir::BufferStoreNode* op) override {
+      out.insert(op->buffer->data.get());
+      ir::StmtVisitor::visit_buffer_store(op);
+    }
+  } scan;
+  scan.visit_stmt(body);
+  return scan.out;
+}
+
+// The shared allocations of a kernel, in order (declared at its top).
+std::vector<ir::Buffer> shared_buffers(const ir::Stmt& body) {
+  struct Scan : ir::StmtVisitor {
+    std::vector<ir::Buffer> out;
+    void visit_allocate(const ir::AllocateNode* op) override {
+      if (op->buffer->scope == "shared") out.push_back(op->buffer);
+      ir::StmtVisitor::visit_allocate(op);
+    }
+  } scan;
+  scan.visit_stmt(body);
+  return scan.out;
+}
+
+// Names a kernel's variables must not take: keywords and types of C, CUDA and OpenCL, and the
+// functions the kernels call (a buffer named `erf` would hide erf()). Names with the prefixes
+// of builtins and of kiln's helpers are renamed too.
+bool reserved(const std::string& n) {
+  static const std::set<std::string> kWords = {
+      "auto", "bool", "break", "case", "char", "const", "constant", "continue", "default", "do", "double", "else",
+      "enum", "extern", "float", "for", "global", "goto", "half", "if", "inline", "int", "kernel", "local", "long",
+      "private", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+      "typedef", "uchar", "uint", "ulong", "union", "unsigned", "ushort", "void", "volatile", "while", "size_t",
+      "true", "false", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "barrier", "select", "clamp",
+      "mix", "sign", "dot", "min", "max", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "fabs", "floor",
+      "ceil", "trunc", "rint", "round", "sin", "cos", "tan", "tanh", "erf", "pow", "fma", "fmod", "isnan", "isinf",
+      "expf", "logf", "sqrtf", "fabsf", "floorf", "ceilf", "truncf", "rintf", "sinf", "cosf", "tanhf", "erff", "powf",
+      "fmaf", "fmodf", "INFINITY", "NAN", "this", "new", "delete", "class", "template", "namespace", "operator"};
+  for (const char* p : {"get_", "atomic", "__", "kiln_", "cl_", "CL_"})
+    if (n.rfind(p, 0) == 0) return true;
+  return kWords.count(n) > 0;
+}
+
+int64_t flat_size(const ir::Buffer& b) {
+  int64_t n = 1;
+  for (const ir::Expr& d : b->shape) n *= ir::as_const_int(d).value_or(0);
+  return n;
+}
+
+class KernelPrinter {
+ public:
+  KernelPrinter(const Dialect& d, const ir::PrimFunc& f, const ir::KernelLaunch& launch)
+      : d_(d), f_(f), launch_(launch) {}
+
+  std::string print() {
+    std::unordered_set<const ir::VarNode*> written = written_buffers(f_.body);
+    std::string params;
+    for (const ir::Buffer& b : f_.params) {
+      check_type(b->dtype, "parameter '" + b->name + "'");
+      params += (params.empty() ? "" : ", ") +
+                d_.global_param(d_.type_name(b->dtype), name_of(b->data), !written.count(b->data.get()));
+    }
+    out_ << d_.kernel_prefix(launch_) << " " << f_.name << "(" << params << ") {\n";
+    indent_ = 1;
+    for (const ir::Buffer& b : shared_buffers(f_.body)) {
+      check_type(b->dtype, "shared buffer '" + b->name + "'");
+      line(fmt::format("{} {} {}[{}];", d_.shared_qualifier(), d_.type_name(b->dtype), name_of(b->data), flat_size(b)));
+    }
+    stmt(f_.body);
+    out_ << "}\n";
+    return out_.str();
+  }
+
+ private:
+  // ---- names and types ----
+  std::string name_of(const ir::Var& v) {
+    auto it = names_.find(v.get());
+    if (it != names_.end()) return it->second;
+    std::string base;
+    for (char c : v.name()) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0])) || reserved(base)) base = "v_" + base;
+    std::string n = base;
+    for (int i = 1; used_.count(n); ++i) n = base + "_" + std::to_string(i);
+    used_.insert(n);
+    return names_[v.get()] = n;
+  }
+
+  void check_type(DataType t, const std::string& what) {
+    KILN_USER_CHECK(t.is_scalar()) << "kernel '" << f_.name << "': " << what << " has vector type " << t.str()
+                                   << " (GPU kernels are printed from scalar IR)";
+    KILN_SUPPORTED(!(t.bits == 16 && t.is_floating()))
+        << "kernel '" << f_.name << "': " << what << " has type " << t.str()
+        << ", which kiln's GPU code generation does not support yet";
+  }
+
+  std::string type(DataType t) {
+    check_type(t, "a value");
+    return t.is_bool() ? "bool" : d_.type_name(t);
+  }
+
+  void line(const std::string& s) {
+    for (int i = 0; i < indent_; ++i) out_ << "  ";
+    out_ << s << "\n";
+  }
+
+  // ---- expressions ----
+  std::string literal_int(DataType t, int64_t v) {
+    if (t.is_bool()) return v ? "true" : "false";
+    if (t.bits == 64) {
+      if (v == INT64_MIN) return fmt::format("({}(-9223372036854775807{} - 1))", cast_prefix(t), d_.int64_suffix());
+      return fmt::format("(({}){}{}{})", type(t), v, t.is_uint() ? "U" : "", d_.int64_suffix());
+    }
+    if (t.is_int() && t.bits == 32) return v == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(v);
+    return fmt::format("(({}){}{})", type(t), v, t.is_uint() ? "U" : "");
+  }
+  std::string cast_prefix(DataType t) { return "(" + type(t) + ")"; }
+
+  std::string literal_float(DataType t, double v) {
+    if (std::isinf(v)) return v > 0 ? d_.infinity(t) : "(-" + d_.infinity(t) + ")";
+    if (std::isnan(v)) return d_.nan(t);
+    if (t.bits == 64) return fmt::format("{:.17g}", v).find_first_of(".en") == std::string::npos
+                                 ? fmt::format("{:.17g}.0", v)
+                                 : fmt::format("{:.17g}", v);
+    std::string s = fmt::format("{:.9g}", static_cast<float>(v));
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return "(" + s + "f)";
+  }
+
+  std::string helper(const std::string& op, DataType t) {
+    std::string key = op + "_" + t.str();
+    helpers_.insert(key);
+    return "kiln_" + key;
+  }
+
+  std::string expr(const ir::Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::IntImm: return literal_int(e.dtype(), e.as<ir::IntImmNode>()->value);
+      case ExprKind::FloatImm: return literal_float(e.dtype(), e.as<ir::FloatImmNode>()->value);
+      case ExprKind::Var: return name_of(ir::Var(std::static_pointer_cast<const ir::VarNode>(e.node())));
+      case ExprKind::Not: return "(!" + expr(e.as<ir::NotNode>()->a) + ")";
+      case ExprKind::Select: {
+        const auto* s = e.as<ir::SelectNode>();
+        return "(" + expr(s->condition) + " ? " + expr(s->true_value) + " : " + expr(s->false_value) + ")";
+      }
+      case ExprKind::Cast: {
+        const auto* c = e.as<ir::CastNode>();
+        if (e.dtype().is_bool()) return "(" + expr(c->value) + " != 0)";
+        return "((" + type(e.dtype()) + ")" + expr(c->value) + ")";
+      }
+      case ExprKind::Let: {
+        const auto* l = e.as<ir::LetNode>();
+        pending_.push_back(fmt::format("const {} {} = {};", type(l->var.dtype()), name_of(l->var), expr(l->value)));
+        return expr(l->body);
+      }
+      case ExprKind::Call: return call(e.as<ir::CallNode>());
+      case ExprKind::BufferLoad: {
+        const auto* l = e.as<ir::BufferLoadNode>();
+        KILN_CHECK(l->indices.size() == 1) << "kernel '" << f_.name << "': load of '" << l->buffer->name
+                                           << "' is not flattened";
+        std::string access = name_of(l->buffer->data) + "[" + expr(l->indices[0]) + "]";
+        return l->buffer->dtype.is_bool() ? "(" + access + " != 0)" : access;
+      }
+      case ExprKind::Ramp:
+      case ExprKind::Broadcast:
+        KILN_THROW() << "kernel '" << f_.name << "': vector IR (" << ir::kind_name(e.kind())
+                     << ") in a GPU kernel; GPU schedules must not vectorize loops yet";
+      default: break;
+    }
+    if (const auto* b = e.as<ir::BinaryNode>()) return binary(b);
+    KILN_THROW() << "kernel '" << f_.name << "': " << ir::kind_name(e.kind()) << " reached GPU code generation";
+    return "";
+  }
+
+  std::string binary(const ir::BinaryNode* b) {
+    DataType t = b->a.dtype();
+    std::string a = expr(b->a), c = expr(b->b);
+    auto infix = [&](const char* op) { return "(" + a + " " + op + " " + c + ")"; };
+    switch (b->kind) {
+      case ExprKind::Add: return infix("+");
+      case ExprKind::Sub: return infix("-");
+      case ExprKind::Mul: return infix("*");
+      case ExprKind::Div: return infix("/");
+      case ExprKind::Mod:
+        if (t.is_floating()) return d_.math_function("fmod", t) + "(" + a + ", " + c + ")";
+        return infix("%");
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod: {
+        const bool div = b->kind == ExprKind::FloorDiv;
+        if (t.is_uint()) return infix(div ? "/" : "%");
+        return helper(div ? "floordiv" : "floormod", t) + "(" + a + ", " + c + ")";
+      }
+      case ExprKind::Min:
+      case ExprKind::Max: {
+        const bool mn = b->kind == ExprKind::Min;
+        if (t.is_bool()) return infix(mn ? "&&" : "||");
+        return helper(mn ? "min" : "max", t) + "(" + a + ", " + c + ")";
+      }
+      case ExprKind::EQ: return infix("==");
+      case ExprKind::NE: return infix("!=");
+      case ExprKind::LT: return infix("<");
+      case ExprKind::LE: return infix("<=");
+      case ExprKind::GT: return infix(">");
+      case ExprKind::GE: return infix(">=");
+      case ExprKind::And: return infix("&&");
+      case ExprKind::Or: return infix("||");
+      default: break;
+    }
+    KILN_CHECK(false) << "unhandled binary kind " << ir::kind_name(b->kind);
+    return "";
+  }
+
+  std::string call(const ir::CallNode* c) {
+    KILN_USER_CHECK(c->call_kind != ir::CallKind::Extern)
+        << "kernel '" << f_.name << "': extern call '" << c->name << "' cannot run on a GPU";
+    const std::string& n = c->name;
+    if (n == "likely" && c->args.size() == 1) return expr(c->args[0]);
+    size_t want = n == "fma" ? 3 : n == "pow" ? 2 : 1;
+    KILN_USER_CHECK(c->args.size() == want) << "kernel '" << f_.name << "': intrinsic '" << n << "' takes " << want
+                                            << " argument(s), got " << c->args.size();
+    DataType t = c->args[0].dtype();
+    std::vector<std::string> a;
+    for (const ir::Expr& x : c->args) a.push_back(expr(x));
+    if (t.is_integer()) {
+      if (n == "fabs") return helper("abs", t) + "(" + a[0] + ")";
+      if (n == "floor" || n == "ceil" || n == "round" || n == "trunc") return a[0];
+    }
+    if (n == "isnan") return t.is_integer() ? "false" : "isnan(" + a[0] + ")";
+    KILN_USER_CHECK(t.is_floating()) << "kernel '" << f_.name << "': intrinsic '" << n << "' on " << t.str();
+    const std::string one = literal_float(t, 1.0);
+    if (n == "sigmoid") return "(" + one + " / (" + one + " + " + d_.math_function("exp", t) + "(-" + a[0] + ")))";
+    // rsqrt: exact 1/sqrt, as on CPUs (CUDA's rsqrtf is approximate).
+    if (n == "rsqrt") return "(" + one + " / " + d_.math_function("sqrt", t) + "(" + a[0] + "))";
+    if (n == "round") return d_.math_function("rint", t) + "(" + a[0] + ")";  // half to even
+    if (n == "pow") {
+      // Small constant integer exponents as products (GELU's x^3, a variance's x^2).
+      if (auto e = c->args[1].as<ir::FloatImmNode>(); e && (e->value == 2.0 || e->value == 3.0)) {
+        std::string x = "kiln_pow_base_" + std::to_string(pow_count_++);
+        pending_.push_back(fmt::format("const {} {} = {};", type(t), x, a[0]));
+        return e->value == 2.0 ? "(" + x + " * " + x + ")" : "(" + x + " * " + x + " * " + x + ")";
+      }
+      return d_.math_function("pow", t) + "(" + a[0] + ", " + a[1] + ")";
+    }
+    if (n == "fma") return d_.math_function("fma", t) + "(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+    static const std::set<std::string> kUnary = {"exp", "log", "sqrt", "fabs", "floor", "ceil",
+                                                 "trunc", "sin", "cos", "tanh", "erf"};
+    KILN_USER_CHECK(kUnary.count(n)) << "kernel '" << f_.name << "': intrinsic '" << n
+                                     << "' has no GPU lowering";
+    return d_.math_function(n, t) + "(" + a[0] + ")";
+  }
+
+  // An expression for use in the statement printed next (pending lets go first).
+  std::string use(const ir::Expr& e) {
+    std::string s = expr(e);
+    for (const std::string& p : pending_) line(p);
+    pending_.clear();
+    return s;
+  }
+
+  // ---- statements ----
+  void stmt(const ir::Stmt& s) {
+    if (!s.defined()) return;
+    switch (s.kind()) {
+      case ir::StmtKind::Seq:
+        for (const ir::Stmt& x : s.as<ir::SeqStmtNode>()->seq) stmt(x);
+        return;
+      case ir::StmtKind::LetStmt: {
+        const auto* l = s.as<ir::LetStmtNode>();
+        std::string v = use(l->value);
+        line(fmt::format("const {} {} = {};", type(l->var.dtype()), name_of(l->var), v));
+        stmt(l->body);
+        return;
+      }
+      case ir::StmtKind::AttrStmt: stmt(s.as<ir::AttrStmtNode>()->body); return;
+      case ir::StmtKind::BufferStore: {
+        const auto* st = s.as<ir::BufferStoreNode>();
+        KILN_CHECK(st->indices.size() == 1) << "kernel '" << f_.name << "': store to '" << st->buffer->name
+                                            << "' is not flattened";
+        std::string idx = use(st->indices[0]);
+        std::string v = use(st->value);
+        if (st->buffer->dtype.is_bool()) v = "(" + d_.type_name(st->buffer->dtype) + ")(" + v + ")";
+        line(name_of(st->buffer->data) + "[" + idx + "] = " + v + ";");
+        return;
+      }
+      case ir::StmtKind::Allocate: {
+        const auto* a = s.as<ir::AllocateNode>();
+        const ir::Buffer& b = a->buffer;
+        if (b->scope != "shared") {
+          check_type(b->dtype, "buffer '" + b->name + "'");
+          line(fmt::format("{} {}[{}];", d_.type_name(b->dtype), name_of(b->data), flat_size(b)));
+        }
+        stmt(a->body);
+        return;
+      }
+      case ir::StmtKind::For: for_loop(s.as<ir::ForNode>()); return;
+      case ir::StmtKind::IfThenElse: {
+        const auto* i = s.as<ir::IfThenElseNode>();
+        line("if (" + use(i->condition) + ") {");
+        block(i->then_case);
+        if (i->else_case.defined()) {
+          line("} else {");
+          block(i->else_case);
+        }
+        line("}");
+        return;
+      }
+      case ir::StmtKind::Evaluate: {
+        const ir::Expr& v = s.as<ir::EvaluateNode>()->value;
+        if (const auto* c = v.as<ir::CallNode>(); c && c->name == "kiln_barrier") {
+          line(d_.barrier());
+          return;
+        }
+        if (v.as<ir::IntImmNode>()) return;
+        line(use(v) + ";");
+        return;
+      }
+    }
+  }
+
+  void block(const ir::Stmt& s) {
+    ++indent_;
+    stmt(s);
+    --indent_;
+  }
+
+  void for_loop(const ir::ForNode* op) {
+    KILN_USER_CHECK(op->for_kind != ir::ForKind::Parallel)
+        << "kernel '" << f_.name << "': loop '" << op->loop_var.name()
+        << "' is parallel (CPU threads); bind it to blockIdx/threadIdx on a GPU";
+    const std::string v = name_of(op->loop_var);
+    const std::string t = type(op->loop_var.dtype());
+    if (op->for_kind == ir::ForKind::ThreadBinding) {
+      const std::string& tag = op->thread_tag;
+      const int axis = tag.back() - 'x';
+      const bool block_axis = tag.rfind("blockIdx.", 0) == 0;
+      const int64_t launched = block_axis ? launch_.grid[axis] : launch_.block[axis];
+      const int64_t ext = ir::as_const_int(op->extent).value_or(-1);
+      KILN_CHECK(ir::is_zero(op->min)) << "kernel '" << f_.name << "': thread loop '" << op->loop_var.name()
+                                       << "' does not start at 0";
+      line("{");
+      ++indent_;
+      line(fmt::format("const {} {} = ({}){};", t, v, t, d_.thread_index(tag)));
+      if (ext < launched) {
+        line(fmt::format("if ({} < {}) {{", v, ext));
+        block(op->body);
+        line("}");
+      } else {
+        stmt(op->body);
+      }
+      --indent_;
+      line("}");
+      return;
+    }
+    std::string mn = use(op->min), ext = use(op->extent);
+    std::string end = ir::is_zero(op->min) ? ext : "(" + mn + " + " + ext + ")";
+    line(fmt::format("for ({} {} = {}; {} < {}; ++{}) {{", t, v, mn, v, end, v));
+    block(op->body);
+    line("}");
+  }
+
+ public:
+  std::set<std::string> helpers_;
+
+ private:
+  const Dialect& d_;
+  const ir::PrimFunc& f_;
+  const ir::KernelLaunch& launch_;
+  std::ostringstream out_;
+  int indent_ = 0;
+  int pow_count_ = 0;
+  std::unordered_map<const ir::VarNode*, std::string> names_;
+  std::unordered_set<std::string> used_;
+  std::vector<std::string> pending_;
+};
+
+// The preamble's helper functions for the keys KernelPrinter::helper made ("floordiv_int32").
+std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
+  std::string out;
+  for (const std::string& key : keys) {
+    size_t us = key.find('_');
+    std::string op = key.substr(0, us);
+    DataType t = DataType::parse(key.substr(us + 1));
+    std::string ty = d.type_name(t), fn = "kiln_" + key;
+    std::string prefix = d.language() == Language::kCUDA ? "static __device__ __forceinline__ " : "static inline ";
+    if (op == "floordiv")
+      out += fmt::format("{}{} {}({} a, {} b) {{ {} q = a / b; return q - (((a % b) != 0) && (((a % b) ^ b) < 0)); }}\n",
+                         prefix, ty, fn, ty, ty, ty);
+    else if (op == "floormod")
+      out += fmt::format("{}{} {}({} a, {} b) {{ {} r = a % b; return ((r != 0) && ((r ^ b) < 0)) ? r + b : r; }}\n",
+                         prefix, ty, fn, ty, ty, ty);
+    else if (op == "min")
+      out += fmt::format("{}{} {}({} a, {} b) {{ return a < b ? a : b; }}\n", prefix, ty, fn, ty, ty);
+    else if (op == "max")
+      out += fmt::format("{}{} {}({} a, {} b) {{ return a > b ? a : b; }}\n", prefix, ty, fn, ty, ty);
+    else if (op == "abs")
+      out += fmt::format("{}{} {}({} a) {{ return a < 0 ? -a : a; }}\n", prefix, ty, fn, ty);
+  }
+  return out;
+}
+
+}  // namespace
+
+const Dialect& dialect(Language lang) { return lang == Language::kCUDA ? cuda_dialect() : opencl_dialect(); }
+
+std::string print_module(const std::vector<ir::DeviceProgram>& programs, const Dialect& d) {
+  std::string kernels;
+  std::set<std::string> helpers;
+  for (const ir::DeviceProgram& p : programs)
+    for (size_t k = 0; k < p.kernels.size(); ++k) {
+      KernelPrinter printer(d, p.kernels[k], p.launches[k]);
+      kernels += printer.print() + "\n";
+      helpers.insert(printer.helpers_.begin(), printer.helpers_.end());
+    }
+  return d.preamble() + print_helpers(helpers, d) + "\n" + kernels;
+}
+
+}  // namespace kiln::codegen::source

@@ -1,0 +1,58 @@
+// One C-source printer for GPU kernels with two dialects, CUDA C and OpenCL C (GPU.md, pipeline
+// step 7). Everything that differs between the two is a hook of Dialect, kept small: CI runs
+// only the OpenCL text (on PoCL), so it vouches for the indexing of the CUDA text, which is
+// printed by the same code.
+//
+// Input: DevicePrograms from ir::split_host_device over flattened, simplified IR (one index
+// per access). The printer declares shared buffers at the top of the kernel (OpenCL requires
+// __local declarations at the kernel's outermost scope), guards a thread-bound loop whose extent
+// is below the launch's, and gives read-only parameters `const` (CUDA loads them through the
+// read-only data path).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/ir/device_program.h"
+
+namespace kiln::codegen::source {
+
+enum class Language { kCUDA, kOpenCL };
+
+class Dialect {
+ public:
+  virtual ~Dialect() = default;
+  virtual Language language() const = 0;
+  // Text before the kernels: helper functions, type definitions.
+  virtual std::string preamble() const = 0;
+  // "extern \"C\" __global__ void __launch_bounds__(256)" / "__kernel ... void".
+  virtual std::string kernel_prefix(const ir::KernelLaunch& launch) const = 0;
+  // The declaration of a kernel parameter pointing at global memory.
+  virtual std::string global_param(const std::string& elem_type, const std::string& name, bool read_only) const = 0;
+  // The qualifier of a shared buffer's declaration: "__shared__" / "__local".
+  virtual std::string shared_qualifier() const = 0;
+  // "threadIdx.x" / "(int)get_local_id(0)" (an int either way).
+  virtual std::string thread_index(const std::string& tag) const = 0;
+  // A block-wide barrier that also orders shared memory.
+  virtual std::string barrier() const = 0;
+  // The C type of a scalar element type: "long long" / "long", ...; bool storage is one byte.
+  virtual std::string type_name(ir::DataType t) const = 0;
+  // A math function of float type t: "expf" / "exp".
+  virtual std::string math_function(const std::string& name, ir::DataType t) const = 0;
+  // A 64-bit integer literal's suffix: "LL" / "L".
+  virtual std::string int64_suffix() const = 0;
+  // The constants +inf and NaN of float type t.
+  virtual std::string infinity(ir::DataType t) const = 0;
+  virtual std::string nan(ir::DataType t) const = 0;
+};
+
+const Dialect& cuda_dialect();
+const Dialect& opencl_dialect();
+const Dialect& dialect(Language lang);
+
+// The source of one module: the dialect's preamble and every kernel of every program.
+// kiln::Error for IR the printer cannot express (vector IR, extern calls, an element type the
+// dialect lacks), naming the kernel.
+std::string print_module(const std::vector<ir::DeviceProgram>& programs, const Dialect& d);
+
+}  // namespace kiln::codegen::source

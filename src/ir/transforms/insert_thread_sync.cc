@@ -1,0 +1,184 @@
+// insert_thread_sync: block-wide barriers where threads exchange data through shared memory
+// (transforms.h).
+//
+// Conservative by design: any access to a shared buffer conflicts with another thread's
+// access to it unless both read, so a barrier goes between a write and a later read (or write)
+// of the same shared buffer, and between a read and a later write. Statements are taken whole
+// (a loop that synchronizes inside still counts with all its accesses), which can cost a
+// barrier more than needed, never one less. Loop-carried conflicts: a loop body's accesses
+// after its last barrier are checked against the body's accesses before its first barrier, as
+// the next iteration would meet them (the body simulated twice).
+//
+// A barrier every thread of the block must reach: one needed inside a branch that not all
+// threads take (a condition on a thread index, or a thread loop narrower than the launch,
+// which code generation guards) would deadlock or be undefined, so it is an error naming the
+// buffer.
+#include <set>
+
+#include "kiln/ir/functor.h"
+#include "kiln/ir/transforms.h"
+#include "kiln/support/error.h"
+
+namespace kiln::ir {
+namespace {
+
+using BufferSet = std::set<const VarNode*>;
+
+struct Access {
+  BufferSet reads, writes;
+  void add(const Access& o) {
+    reads.insert(o.reads.begin(), o.reads.end());
+    writes.insert(o.writes.begin(), o.writes.end());
+  }
+  bool empty() const { return reads.empty() && writes.empty(); }
+};
+
+bool intersects(const BufferSet& a, const BufferSet& b) {
+  for (const VarNode* v : a)
+    if (b.count(v)) return true;
+  return false;
+}
+
+// Whether `later` must wait for `earlier` (a write meets any access of the same buffer).
+bool conflict(const Access& earlier, const Access& later) {
+  return intersects(earlier.writes, later.reads) || intersects(earlier.writes, later.writes) ||
+         intersects(earlier.reads, later.writes);
+}
+
+bool is_barrier(const Stmt& s) {
+  const auto* e = s.as<EvaluateNode>();
+  const auto* c = e ? e->value.as<CallNode>() : nullptr;
+  return c && c->name == "kiln_barrier";
+}
+
+// The shared-memory accesses of a statement.
+Access accesses(const Stmt& s) {
+  struct Scan : StmtVisitor {
+    Access a;
+    void visit_buffer_load(const BufferLoadNode* op) override {
+      if (op->buffer->scope == "shared") a.reads.insert(op->buffer->data.get());
+      StmtVisitor::visit_buffer_load(op);
+    }
+    void visit_buffer_store(const BufferStoreNode* op) override {
+      if (op->buffer->scope == "shared") a.writes.insert(op->buffer->data.get());
+      StmtVisitor::visit_buffer_store(op);
+    }
+  } scan;
+  scan.visit_stmt(s);
+  return scan.a;
+}
+
+std::vector<Stmt> as_list(const Stmt& s) {
+  if (const auto* q = s.as<SeqStmtNode>()) return q->seq;
+  return {s};
+}
+
+class SyncInserter : public StmtMutator {
+ public:
+  explicit SyncInserter(const KernelLaunch& launch) : launch_(launch) {}
+
+ protected:
+  Stmt visit_seq(const SeqStmtNode* op, const Stmt& self) override {
+    std::vector<Stmt> children;
+    for (const Stmt& s : op->seq) children.push_back(mutate_stmt(s));
+    std::vector<Stmt> out;
+    Access pending;
+    for (const Stmt& s : children) {
+      if (is_barrier(s)) {
+        pending = Access();
+        out.push_back(s);
+        continue;
+      }
+      Access a = accesses(s);
+      if (conflict(pending, a)) {
+        out.push_back(barrier(a));
+        pending = Access();
+      }
+      pending.add(a);
+      out.push_back(s);
+    }
+    (void)self;
+    return seq(out);
+  }
+
+  Stmt visit_for(const ForNode* op, const Stmt& self) override {
+    const bool narrow_thread_loop = op->for_kind == ForKind::ThreadBinding && op->thread_tag.rfind("threadIdx.", 0) == 0 &&
+                                    as_const_int(op->extent).value_or(0) < launch_extent(op->thread_tag);
+    if (op->for_kind == ForKind::ThreadBinding && op->thread_tag.rfind("threadIdx.", 0) == 0)
+      thread_vars_.insert(op->loop_var.get());
+    divergent_ += narrow_thread_loop;
+    Stmt body = mutate_stmt(op->body);
+    // The next iteration's first accesses against this one's last.
+    if (op->for_kind != ForKind::ThreadBinding) {
+      std::vector<Stmt> list = as_list(body);
+      Access head, tail;
+      bool seen_barrier = false;
+      for (const Stmt& s : list) {
+        if (is_barrier(s)) {
+          seen_barrier = true;
+          tail = Access();
+          continue;
+        }
+        Access a = accesses(s);
+        if (!seen_barrier) head.add(a);
+        tail.add(a);
+      }
+      if (conflict(tail, head)) {
+        list.insert(list.begin(), barrier(head));
+        body = seq(list);
+      }
+    }
+    divergent_ -= narrow_thread_loop;
+    if (body.same_as(op->body)) return self;
+    return for_loop(op->loop_var, op->min, op->extent, op->for_kind, body, op->thread_tag);
+  }
+
+  Stmt visit_if(const IfThenElseNode* op, const Stmt& self) override {
+    bool thread_dependent = false;
+    post_order_visit(op->condition, [&](const Expr& e) {
+      if (const auto* v = e.as<VarNode>()) thread_dependent |= thread_vars_.count(v) > 0;
+    });
+    divergent_ += thread_dependent;
+    Stmt then_case = mutate_stmt(op->then_case);
+    Stmt else_case = op->else_case.defined() ? mutate_stmt(op->else_case) : Stmt();
+    divergent_ -= thread_dependent;
+    if (then_case.same_as(op->then_case) && else_case.same_as(op->else_case)) return self;
+    return if_then_else(op->condition, then_case, else_case);
+  }
+
+  Stmt visit_let_stmt(const LetStmtNode* op, const Stmt& self) override {
+    post_order_visit(op->value, [&](const Expr& e) {
+      if (const auto* v = e.as<VarNode>(); v && thread_vars_.count(v)) thread_vars_.insert(op->var.get());
+    });
+    return StmtMutator::visit_let_stmt(op, self);
+  }
+
+ private:
+  int64_t launch_extent(const std::string& tag) const { return launch_.block[tag.back() - 'x']; }
+
+  Stmt barrier(const Access& waiting) {
+    if (divergent_ > 0) {
+      std::string buffer = "?";
+      for (const VarNode* v : waiting.reads) buffer = v->name;
+      for (const VarNode* v : waiting.writes) buffer = v->name;
+      KILN_THROW() << "kernel '" << launch_.kernel << "': shared buffer '" << buffer
+                   << "' needs a barrier inside a branch not every thread of the block takes (a condition on a "
+                      "thread index, or a thread loop narrower than the block)";
+    }
+    return evaluate(make_intrinsic(DataType::i32(), "kiln_barrier", {}));
+  }
+
+  const KernelLaunch& launch_;
+  std::set<const VarNode*> thread_vars_;
+  int divergent_ = 0;
+};
+
+}  // namespace
+
+PrimFunc insert_thread_sync(const PrimFunc& kernel, const KernelLaunch& launch) {
+  PrimFunc out = kernel;
+  out.body = SyncInserter(launch).mutate_stmt(kernel.body);
+  return out;
+}
+
+}  // namespace kiln::ir

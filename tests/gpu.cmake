@@ -1,0 +1,49 @@
+# GPU targets checked without a GPU (GPU.md, "Checked on every run without a GPU"):
+#  - check.<case>.opencl: every example and shared model compiled for the opencl target and run
+#    by the runtime on PoCL (OpenCL on this CPU), against the same references and tolerances as
+#    the CPU checks; registered when an OpenCL ICD loader is installed (Debian: ocl-icd-libopencl1
+#    and pocl-opencl-icd).
+#  - compile.<case>.cuda: the same models compiled for sm_80 and sm_90 cubins and PTX through
+#    NVRTC (ptxas checks every kernel's resources); registered when kiln was built with NVRTC.
+#  - cuda.run_without_driver: a CUDA module run here fails with its message; registered when
+#    this machine has no libcuda.so.1.
+# PoCL caches built kernels in the build folder (a cold build costs 1-3 s per program).
+set(KILN_POCL_CACHE ${CMAKE_BINARY_DIR}/pocl-cache)
+find_library(KILN_OPENCL_ICD NAMES OpenCL libOpenCL.so.1)
+if(KILN_OPENCL_ICD)
+  foreach(entry ${KILN_CHECK_CASES})
+    string(REPLACE "=" ";" parts ${entry})
+    list(GET parts 0 name)
+    list(GET parts 1 dir)
+    add_test(NAME check.${name}.opencl COMMAND kiln_cli check ${dir} --target opencl)
+    set_tests_properties(check.${name}.opencl PROPERTIES ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}")
+  endforeach()
+  kiln_cli_test(cli.save_device_code 0 "wrote 8 files of device code into" compile
+                ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.opencl.so --target opencl
+                --save-device-code ${KILN_CLI_OUT}/tiny_cnn_opencl_code)
+else()
+  message(STATUS "kiln: no OpenCL ICD loader: the check.*.opencl tests are not registered")
+endif()
+kiln_cli_test(cli.save_device_code_cpu 1 "--save-device-code needs a cuda or opencl target" compile
+              ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.so --save-device-code
+              ${KILN_CLI_OUT}/nowhere)
+
+if(CUDAToolkit_FOUND AND KILN_CUDA)
+  foreach(entry ${KILN_CHECK_CASES})
+    string(REPLACE "=" ";" parts ${entry})
+    list(GET parts 0 name)
+    list(GET parts 1 dir)
+    kiln_cli_test(compile.${name}.cuda 0 "NVRTC compiled [0-9]+ kernels for 3 images" compile ${dir}/model.onnx
+                  -o ${KILN_CLI_OUT}/${name}.cuda.so --target "cuda -arch=sm_90")
+  endforeach()
+  set_tests_properties(compile.tiny_cnn.cuda PROPERTIES FIXTURES_SETUP kiln_cuda_module)
+  find_library(KILN_CUDA_DRIVER NAMES libcuda.so.1)
+  if(NOT KILN_CUDA_DRIVER)
+    kiln_cli_test(cuda.run_without_driver 1 "it runs on CUDA: needs a CUDA driver: libcuda.so.1 not found" run
+                  ${KILN_CLI_OUT}/tiny_cnn.cuda.so --input input=${CMAKE_SOURCE_DIR}/examples/tiny_cnn/test_data_set_0/input_0.pb)
+    set_tests_properties(cuda.run_without_driver PROPERTIES FIXTURES_REQUIRED kiln_cuda_module)
+  endif()
+else()
+  kiln_cli_test(cli.cuda_without_nvrtc 1 "this kiln was built without it" compile
+                ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.cuda.so --target cuda)
+endif()

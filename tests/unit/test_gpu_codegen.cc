@@ -1,0 +1,175 @@
+// The GPU kernel path without a device: GPU targets, the generic GPU schedule, verify_gpu,
+// split_host_device (before/after) and the CUDA C / OpenCL C text.
+#include <catch2/catch.hpp>
+
+#include "kiln/codegen/driver.h"
+#include "kiln/codegen/gpu_build.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/transforms.h"
+#include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/te/ops/nn_norm.h"
+#include "kiln/te/operation.h"
+#include "test_codegen_util.h"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// relu(A + B) over [rows, cols], scheduled by the generic GPU template.
+ir::PrimFunc add_relu(const Target& t, int64_t rows, int64_t cols) {
+  te::Tensor a = te::placeholder({rows, cols}, ir::DataType::f32(), "A");
+  te::Tensor b = te::placeholder({rows, cols}, ir::DataType::f32(), "B");
+  te::Tensor sum = te::compute({rows, cols}, [&](ir::Var i, ir::Var j) { return a(i, j) + b(i, j); }, "sum");
+  te::Tensor out = te::compute(
+      {rows, cols}, [&](ir::Var i, ir::Var j) { return ir::max(sum(i, j), ir::make_zero(ir::DataType::f32())); }, "relu");
+  schedule::Schedule s = schedule::create({out});
+  schedule::Config cfg;
+  schedule::schedule_generic_gpu(s, {out}, t, cfg);
+  return codegen::lower_to_ir(s, {a, b, out}, "add_relu");
+}
+
+ir::PrimFunc softmax_rows(const Target& t, int64_t rows, int64_t cols) {
+  te::Tensor x = te::placeholder({rows, cols}, ir::DataType::f32(), "X");
+  te::Tensor y = te::ops::softmax(x, 1);
+  schedule::Schedule s = schedule::create({y});
+  schedule::Config cfg;
+  schedule::schedule_generic_gpu(s, {y}, t, cfg);
+  return codegen::lower_to_ir(s, {x, y}, "softmax");
+}
+
+}  // namespace
+
+TEST_CASE("gpu targets parse with their facts and print back", "[gpu]") {
+  Target h100 = Target::parse("cuda -arch=sm_90");
+  CHECK(h100.kind == TargetKind::kCUDA);
+  CHECK(h100.gpu.sm == 90);
+  CHECK(h100.gpu.max_dynamic_shared_bytes == 227 * 1024);
+  CHECK(h100.gpu.multiprocessors == 132);
+  CHECK(h100.gpu.warp_size == 32);
+  CHECK(Target::parse(h100.str()) == h100);
+  CHECK(h100.isa() == "cuda -arch=sm_90");
+  CHECK(h100.cuda_image_sms() == std::vector<int>{80, 90});
+  CHECK_THAT(h100.summary(), Contains("sm_90") && Contains("PTX compute_90"));
+  CHECK(Target::parse("cuda").gpu.sm == 80);
+  CHECK(Target::parse("cuda -arch=sm_86").cuda_image_sms() == std::vector<int>{80, 86, 90});
+
+  Target cl = Target::parse("opencl -max-threads-per-block=256");
+  CHECK(cl.kind == TargetKind::kOpenCL);
+  CHECK(cl.gpu.warp_size == 1);
+  CHECK(cl.gpu.max_threads_per_block == 256);
+  CHECK(Target::parse(cl.str()) == cl);
+  CHECK(cl.isa() == "opencl");
+  CHECK(Target::isa_of(cl.str()) == "opencl");
+}
+
+TEST_CASE("gpu target errors name the culprit", "[gpu]") {
+  CHECK_THROWS_WITH(Target::parse("cuda -arch=sm_70"), Contains("sm_70") && Contains("sm_75"));
+  CHECK_THROWS_WITH(Target::parse("cuda -arch=90"), Contains("unknown -arch '90'"));
+  CHECK_THROWS_WITH(Target::parse("cuda -mcpu=x"), Contains("unknown option '-mcpu'"));
+  CHECK_THROWS_WITH(Target::parse("opencl -arch=sm_80"), Contains("unknown option '-arch'"));
+  CHECK_THROWS_WITH(Target::parse("opencl -max-threads-per-block=0"), Contains("positive count"));
+  CHECK_THROWS_WITH(Target::parse("rocm"), Contains("unknown kind 'rocm'"));
+}
+
+TEST_CASE("generic gpu schedule binds blocks and threads, one kernel per kept stage", "[gpu]") {
+  const Target t = Target::parse("opencl");
+  codegen::GpuModule m = codegen::build_gpu({add_relu(t, 30, 50)}, t);
+  REQUIRE(m.programs.size() == 1);
+  const ir::DeviceProgram& p = m.programs[0];
+  REQUIRE(p.kernels.size() == 1);
+  // 1500 elements in blocks of 256 threads: 6 blocks, the last one guarded.
+  CHECK(p.launches[0].grid == std::array<int64_t, 3>{6, 1, 1});
+  CHECK(p.launches[0].block == std::array<int64_t, 3>{256, 1, 1});
+  CHECK(p.launches[0].args == std::vector<int>{0, 1, 2});
+  CHECK(p.workspace.empty());
+  CHECK_THAT(m.source, Contains("__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void add_relu("));
+  CHECK_THAT(m.source, Contains("__global const float* restrict A") && Contains("__global float* restrict relu"));
+  CHECK_THAT(m.source, Contains("get_group_id(0)") && Contains("get_local_id(0)"));
+
+  // Softmax: the max and the sum are reductions other stages read: kernels of their own,
+  // writing workspace buffers.
+  codegen::GpuModule sm = codegen::build_gpu({softmax_rows(t, 4, 1000)}, t);
+  const ir::DeviceProgram& q = sm.programs[0];
+  CHECK(q.kernels.size() >= 3);
+  CHECK(q.workspace.size() + 1 == q.kernels.size());
+  // A 4-row reduction: one block of 4 threads (blocks are whole warps, and OpenCL's warp is 1).
+  CHECK(q.launches[0].block[0] == 4);
+}
+
+TEST_CASE("cuda text of the same schedule", "[gpu]") {
+  const Target t = Target::parse("cuda -arch=sm_90");
+  codegen::GpuModule m = codegen::build_gpu({add_relu(t, 30, 50)}, t, codegen::GpuBuildOptions{false});
+  CHECK_THAT(m.source, Contains("extern \"C\" __global__ void __launch_bounds__(256) add_relu("));
+  CHECK_THAT(m.source, Contains("const float* __restrict__ A") && Contains("blockIdx.x") && Contains("threadIdx.x"));
+  CHECK_THAT(m.source, Contains("kiln_max_float32"));
+}
+
+TEST_CASE("split_host_device before and after", "[gpu]") {
+  using namespace ir;
+  Buffer x = test::flat_buffer("X", DataType::f32(), 64), y = test::flat_buffer("Y", DataType::f32(), 64);
+  Buffer tmp = test::flat_buffer("T", DataType::f32(), 64);
+  Var b0("b0"), t0("t0"), b1("b1"), t1("t1");
+  Expr i0 = b0 * 32 + t0, i1 = b1 * 16 + t1;
+  Stmt k0 = for_loop(b0, 0, 2, ForKind::ThreadBinding,
+                     for_loop(t0, 0, 32, ForKind::ThreadBinding, buffer_store(tmp, buffer_load(x, {i0}) * 2.0f, {i0}),
+                              "threadIdx.x"),
+                     "blockIdx.x");
+  Stmt k1 = for_loop(b1, 0, 4, ForKind::ThreadBinding,
+                     for_loop(t1, 0, 16, ForKind::ThreadBinding, buffer_store(y, buffer_load(tmp, {i1}) + 1.0f, {i1}),
+                              "threadIdx.x"),
+                     "blockIdx.x");
+  PrimFunc f = test::prim_func("f", {x, y}, allocate(tmp, seq({k0, k1})));
+  verify_gpu(f, GpuLimits{});
+  DeviceProgram p = split_host_device(f);
+  REQUIRE(p.kernels.size() == 2);
+  REQUIRE(p.workspace.size() == 1);
+  CHECK(p.workspace[0]->name == "T");
+  CHECK(p.kernels[0].name == "f_k0");
+  CHECK(p.launches[0].grid[0] == 2);
+  CHECK(p.launches[0].block[0] == 32);
+  CHECK(p.launches[0].args == std::vector<int>{0, 2});  // X, then workspace T
+  CHECK(p.launches[1].args == std::vector<int>{1, 2});  // Y, T
+  CHECK(to_string(p.kernels[1]) == to_string(test::prim_func("f_k1", {y, tmp}, k1)));
+}
+
+TEST_CASE("verify_gpu refuses what a GPU cannot run", "[gpu]") {
+  using namespace ir;
+  Buffer x = test::flat_buffer("X", DataType::f32(), 4096);
+  Var b("b"), t("t");
+  auto store = [&](Expr idx) { return buffer_store(x, make_float(DataType::f32(), 1.0), {idx}); };
+  GpuLimits limits;
+  // 2048 threads per block.
+  PrimFunc big = test::prim_func("big", {x}, for_loop(t, 0, 2048, ForKind::ThreadBinding, store(t), "threadIdx.x"));
+  CHECK_THROWS_WITH(verify_gpu(big, limits), Contains("2048 threads per block") && Contains("'big'"));
+  // A block axis inside a thread axis.
+  PrimFunc inverted = test::prim_func(
+      "inv", {x},
+      for_loop(t, 0, 32, ForKind::ThreadBinding, for_loop(b, 0, 4, ForKind::ThreadBinding, store(b * 32 + t), "blockIdx.x"),
+               "threadIdx.x"));
+  CHECK_THROWS_WITH(verify_gpu(inverted, limits), Contains("inside a threadIdx loop"));
+  // A store outside the bound loops of a kernel that has some.
+  PrimFunc stray = test::prim_func(
+      "stray", {x}, seq({store(0), for_loop(t, 0, 32, ForKind::ThreadBinding, store(t), "threadIdx.x")}));
+  CHECK_NOTHROW(verify_gpu(stray, limits));  // two kernels: the first runs on one thread
+  PrimFunc mixed = test::prim_func(
+      "mixed", {x},
+      for_loop(b, 0, 2, ForKind::ThreadBinding,
+               seq({store(b), for_loop(t, 0, 32, ForKind::ThreadBinding, store(b * 32 + t), "threadIdx.x")}),
+               "blockIdx.x"));
+  CHECK_NOTHROW(verify_gpu(mixed, limits));  // inside the block loop: one store per block
+  PrimFunc outside = test::prim_func(
+      "outside", {x},
+      if_then_else(make_const(DataType::boolean(), 1),
+                   seq({store(0), for_loop(t, 0, 32, ForKind::ThreadBinding, store(t), "threadIdx.x")})));
+  CHECK_THROWS_WITH(verify_gpu(outside, limits), Contains("outside any thread-bound loop") && Contains("'X'"));
+  // Shared memory beyond the limit, and a global buffer inside a kernel.
+  Buffer sh = test::flat_buffer("S", DataType::f32(), 16384, "shared");
+  PrimFunc shared = test::prim_func(
+      "sh", {x}, for_loop(t, 0, 32, ForKind::ThreadBinding, allocate(sh, buffer_store(sh, 1.0f, {t})), "threadIdx.x"));
+  CHECK_THROWS_WITH(verify_gpu(shared, limits), Contains("65536 bytes of shared memory"));
+  Buffer g = test::flat_buffer("G", DataType::f32(), 16);
+  PrimFunc heap = test::prim_func(
+      "heap", {x}, for_loop(t, 0, 32, ForKind::ThreadBinding, allocate(g, buffer_store(g, 1.0f, {Expr(0)})), "threadIdx.x"));
+  CHECK_THROWS_WITH(verify_gpu(heap, limits), Contains("'G'") && Contains("scope shared or local"));
+}
