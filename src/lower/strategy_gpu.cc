@@ -1,8 +1,11 @@
 // The cuda and opencl entries of the strategy table: every op family computed by the op table's
-// plain lowering (no packed weights or blocked layouts) and scheduled by the generic GPU
-// template (schedule/templates/generic_gpu.h), so every group that compiles for a CPU compiles
-// for a GPU. Op-specific GPU templates replace entries here as they come.
+// plain lowering (no packed weights or blocked layouts; dense as one plain reduction) and
+// scheduled by the generic GPU template (schedule/templates/generic_gpu.h), so every group
+// that compiles for a CPU compiles for a GPU; dense and matmul by shared-memory tiles
+// (matmul_gpu.h). Op-specific GPU templates replace entries here as they come.
 #include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/schedule/templates/matmul_gpu.h"
+#include "kiln/te/ops/nn_dense.h"
 #include "strategy_table.h"
 
 namespace kiln::lower::detail {
@@ -15,14 +18,33 @@ void add_gpu_strategies(StrategyTable* table) {
     schedule::schedule_generic_gpu(s, outs, t, cfg);
     return s;
   };
+  // Products: shared-memory tiles (matmul_gpu.h) where the anchor is a product of matrices,
+  // else the generic schedule (a matrix-vector product).
+  Strategy product;
+  product.template_name = "gpu_matmul";
+  product.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
+                        schedule::Config& cfg) {
+    if (schedule::matmul_gpu_applies(anchor))
+      return schedule::schedule_anchor_gpu(outs, anchor, schedule::schedule_matmul_gpu, t, cfg);
+    schedule::Schedule s = schedule::create(outs);
+    schedule::schedule_generic_gpu(s, outs, t, cfg);
+    return s;
+  };
+  Strategy dense = product;
+  dense.lower = [](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
+    return std::vector<te::Tensor>{te::ops::dense_plain(in[0], in[1])};
+  };
   auto fixed = [](Strategy s) {
     return [s](const relay::FusedGroup&, const Target&, const StrategyOptions&) { return s; };
   };
-  for (TargetKind kind : {TargetKind::kCUDA, TargetKind::kOpenCL})
+  for (TargetKind kind : {TargetKind::kCUDA, TargetKind::kOpenCL}) {
     for (OpFamily f : {OpFamily::kConv, OpFamily::kConvTranspose, OpFamily::kConvBlocked, OpFamily::kDepthwiseBlocked,
-                       OpFamily::kDense, OpFamily::kMatmul, OpFamily::kPool, OpFamily::kGlobalPool, OpFamily::kSoftmax,
-                       OpFamily::kNorm, OpFamily::kOpaque, OpFamily::kInjective, OpFamily::kReduction})
+                       OpFamily::kPool, OpFamily::kGlobalPool, OpFamily::kSoftmax, OpFamily::kNorm, OpFamily::kOpaque,
+                       OpFamily::kInjective, OpFamily::kReduction})
       (*table)[{kind, f}] = fixed(generic);
+    (*table)[{kind, OpFamily::kDense}] = fixed(dense);
+    (*table)[{kind, OpFamily::kMatmul}] = fixed(product);
+  }
 }
 
 }  // namespace kiln::lower::detail

@@ -173,3 +173,54 @@ TEST_CASE("verify_gpu refuses what a GPU cannot run", "[gpu]") {
       "heap", {x}, for_loop(t, 0, 32, ForKind::ThreadBinding, allocate(g, buffer_store(g, 1.0f, {Expr(0)})), "threadIdx.x"));
   CHECK_THROWS_WITH(verify_gpu(heap, limits), Contains("'G'") && Contains("scope shared or local"));
 }
+
+namespace {
+// for (o, 0, 4) { S[t] = X[o*32 + t]; Y[o*32 + t] = S[31 - t] } with t bound to 32 threads.
+ir::PrimFunc exchange_kernel(bool narrow, bool thread_condition) {
+  using namespace ir;
+  Buffer x = test::flat_buffer("X", DataType::f32(), 128), y = test::flat_buffer("Y", DataType::f32(), 128);
+  Buffer sh = test::flat_buffer("S", DataType::f32(), 32, "shared");
+  Var o("o"), t("t");
+  Stmt write = buffer_store(sh, buffer_load(x, {o * 32 + t}), {t});
+  Stmt read = buffer_store(y, buffer_load(sh, {31 - t}), {o * 32 + t});
+  Stmt body = seq({write, read});
+  if (thread_condition) body = if_then_else(t < 16, body);
+  Stmt loop = for_loop(o, 0, 4, ForKind::Serial, body);
+  return test::prim_func("exchange", {x, y},
+                         for_loop(t, 0, narrow ? 16 : 32, ForKind::ThreadBinding, allocate(sh, loop), "threadIdx.x"));
+}
+}  // namespace
+
+TEST_CASE("insert_thread_sync and hoist_device_allocations before and after", "[gpu]") {
+  using namespace ir;
+  KernelLaunch launch;
+  launch.kernel = "exchange";
+  launch.block = {32, 1, 1};
+  PrimFunc f = hoist_device_allocations(exchange_kernel(false, false));
+  // The shared buffer moved outside the thread loop, to the kernel's top.
+  REQUIRE(f.body.as<AllocateNode>() != nullptr);
+  CHECK(f.body.as<AllocateNode>()->buffer->name == "S");
+  PrimFunc synced = insert_thread_sync(f, launch);
+  std::string text = to_string(synced);
+  // One barrier between the write and the read (RAW), one at the top of the loop body for the
+  // next iteration's write after this one's read (WAR across iterations).
+  size_t first = text.find("kiln_barrier"), second = text.find("kiln_barrier", first + 1);
+  REQUIRE(first != std::string::npos);
+  REQUIRE(second != std::string::npos);
+  CHECK(text.find("kiln_barrier", second + 1) == std::string::npos);
+  INFO(text);
+  // The loop-carried barrier opens the loop body, before the write; the other sits between the
+  // write and the read.
+  const size_t write = text.find("S[t] = X["), read = text.find("Y[o*32 + t] = S[");
+  CHECK(first < write);
+  CHECK(write < second);
+  CHECK(second < read);
+  // Idempotent: a synchronized kernel needs no more.
+  CHECK(to_string(insert_thread_sync(synced, launch)) == text);
+  // A barrier every thread must reach cannot go under a condition on the thread index, nor in
+  // a thread loop narrower than the block (code generation guards it).
+  CHECK_THROWS_WITH(insert_thread_sync(hoist_device_allocations(exchange_kernel(false, true)), launch),
+                    Contains("'S'") && Contains("branch not every thread"));
+  CHECK_THROWS_WITH(insert_thread_sync(hoist_device_allocations(exchange_kernel(true, false)), launch),
+                    Contains("thread loop narrower"));
+}

@@ -4,10 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "kiln/codegen/driver.h"
 #include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/schedule/templates/matmul_gpu.h"
+#include "kiln/te/ops/nn_dense.h"
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/operation.h"
 #include "test_gpu_util.h"
@@ -103,4 +106,110 @@ TEST_CASE("cuda: the generic gpu schedules compile through nvrtc for sm_80 and s
   bool has_registers = false;
   for (const std::string& n : m.notes) has_registers |= n.find("registers") != std::string::npos;
   CHECK(has_registers);
+}
+
+namespace {
+
+// out = relu(x . w^T + bias) over [m, k] x [n, k], with the matmul template at `choices`.
+void check_dense_on_opencl(runtime::DeviceAPI& dev, int64_t m, int64_t n, int64_t k,
+                           std::map<std::string, size_t> choices, bool epilogue) {
+  te::Tensor x = te::placeholder({m, k}, ir::DataType::f32(), "X");
+  te::Tensor w = te::placeholder({n, k}, ir::DataType::f32(), "W");
+  te::Tensor bias = te::placeholder({n}, ir::DataType::f32(), "bias");
+  te::Tensor prod = te::ops::dense_plain(x, w);
+  te::Tensor out = epilogue ? te::compute({m, n}, [&](ir::Var i, ir::Var j) {
+    return ir::max(prod(i, j) + bias(j), ir::make_zero(ir::DataType::f32()));
+  }, "relu") : prod;
+  schedule::Config cfg = schedule::Config::with_choices(choices);
+  const Target t = Target::parse("opencl");
+  schedule::Schedule s = schedule::schedule_anchor_gpu({out}, prod, schedule::schedule_matmul_gpu, t, cfg);
+  codegen::GpuModule mod = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, bias, out}, "dense")}, t);
+  auto xv = random_floats(m * k, 11), wv = random_floats(n * k, 12), bv = random_floats(n, 13);
+  std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
+                               NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
+                               NDArray::from_vector<float>({n}, runtime::dtype_f32(), bv),
+                               NDArray::zeros({m, n}, runtime::dtype_f32())};
+  test::run_on_device(dev, mod, args);
+  const float* y = args[3].data<float>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t q = 0; q < k; ++q) acc += double(xv[i * k + q]) * wv[j * k + q];
+      if (epilogue) acc = std::max(acc + bv[j], 0.0);
+      INFO("dense " << m << "x" << n << "x" << k << " " << cfg.str() << " at (" << i << ", " << j << ")");
+      REQUIRE(std::abs(y[i * n + j] - acc) <= 1e-4 * (1 + std::abs(acc)));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("opencl: the matmul template over the corners of its knob space", "[gpu][opencl]") {
+  REQUIRE_OPENCL(dev);
+  // Candidate indices: threads_m/threads_n {1,2,4,8,16,32}, rows/cols_per_thread {1,2,4,8},
+  // tile_k {4,8,16,32}.
+  using C = std::map<std::string, size_t>;
+  // Defaults (16 x 16 threads, 4 x 4 per thread, K slices of 16) on sizes no tile divides.
+  check_dense_on_opencl(*dev, 70, 90, 45, C{}, true);
+  check_dense_on_opencl(*dev, 70, 90, 45, C{{"threads_m", 0}, {"threads_n", 5}, {"rows_per_thread", 3},
+                                              {"cols_per_thread", 0}, {"tile_k", 0}}, false);
+  check_dense_on_opencl(*dev, 33, 65, 17, C{{"threads_m", 5}, {"threads_n", 0}, {"rows_per_thread", 0},
+                                              {"cols_per_thread", 3}, {"tile_k", 3}}, true);
+  check_dense_on_opencl(*dev, 64, 64, 64, C{{"threads_m", 3}, {"threads_n", 3}, {"rows_per_thread", 1},
+                                              {"cols_per_thread", 1}, {"tile_k", 1}}, false);
+  // A classifier's single row.
+  check_dense_on_opencl(*dev, 1, 100, 64, C{}, true);
+}
+
+TEST_CASE("opencl: batch matmul with broadcast batch dims through the matmul template", "[gpu][opencl]") {
+  REQUIRE_OPENCL(dev);
+  const int64_t b = 3, m = 20, k = 24, n = 36;
+  te::Tensor a = te::placeholder({b, m, k}, ir::DataType::f32(), "A");
+  te::Tensor bb = te::placeholder({k, n}, ir::DataType::f32(), "B");  // shared by every batch
+  te::Tensor c = te::ops::batch_matmul(a, bb);
+  schedule::Config cfg;
+  const Target t = Target::parse("opencl");
+  schedule::Schedule s = schedule::schedule_anchor_gpu({c}, c, schedule::schedule_matmul_gpu, t, cfg);
+  codegen::GpuModule mod = codegen::build_gpu({codegen::lower_to_ir(s, {a, bb, c}, "bmm")}, t);
+  CHECK(mod.programs[0].launches[0].grid[2] == b);
+  auto av = random_floats(b * m * k, 21), bv = random_floats(k * n, 22);
+  std::vector<NDArray> args = {NDArray::from_vector<float>({b, m, k}, runtime::dtype_f32(), av),
+                               NDArray::from_vector<float>({k, n}, runtime::dtype_f32(), bv),
+                               NDArray::zeros({b, m, n}, runtime::dtype_f32())};
+  test::run_on_device(*dev, mod, args);
+  const float* y = args[2].data<float>();
+  for (int64_t q = 0; q < b; ++q)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t r = 0; r < k; ++r) acc += double(av[(q * m + i) * k + r]) * bv[r * n + j];
+        REQUIRE(std::abs(y[(q * m + i) * n + j] - acc) <= 1e-4 * (1 + std::abs(acc)));
+      }
+}
+
+TEST_CASE("cuda: the matmul template's corners compile for sm_80 and sm_90 within their resources", "[gpu][nvrtc]") {
+  if (!codegen::cuda_codegen_available()) {
+    WARN("skipped: kiln was built without the CUDA toolkit's NVRTC");
+    return;
+  }
+  const Target t = Target::parse("cuda -arch=sm_90");
+  te::Tensor x = te::placeholder({512, 256}, ir::DataType::f32(), "X");
+  te::Tensor w = te::placeholder({384, 256}, ir::DataType::f32(), "W");
+  te::Tensor y = te::ops::dense_plain(x, w);
+  // The largest corner: 32 x 32 threads of 8 x 8 outputs staging 32-deep slices (64 KiB of
+  // shared memory) exceeds the static 48 KiB and is refused before NVRTC.
+  for (size_t big : {0, 1}) {
+    std::map<std::string, size_t> c = {{"threads_m", big ? 5u : 4u}, {"threads_n", big ? 5u : 4u},
+                                       {"rows_per_thread", big ? 3u : 2u}, {"cols_per_thread", big ? 3u : 2u},
+                                       {"tile_k", big ? 3u : 2u}};
+    schedule::Config cfg = schedule::Config::with_choices(c);
+    if (big) {
+      CHECK_THROWS_WITH(schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg),
+                        Catch::Contains("exceeds the target's"));
+      continue;
+    }
+    schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg);
+    codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "dense")}, t);
+    REQUIRE(m.images.size() == 3);
+    CHECK_THAT(m.source, Catch::Contains("__shared__ float X_shared[1024]") && Catch::Contains("__syncthreads();"));
+  }
 }

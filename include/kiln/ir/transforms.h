@@ -59,9 +59,10 @@ DeviceProgram split_host_device(const PrimFunc& f);
 PrimFunc hoist_device_allocations(const PrimFunc& kernel);
 
 // Inserts block-wide barriers (evaluate(kiln_barrier())) where threads of a block exchange data
-// through shared buffers: between a write and a later access of the same shared buffer, and a
+// through shared buffers: between a write and a later read of the same shared buffer, and a
 // read and a later write, including across iterations of a loop. Conservative: every access of
-// a shared buffer may be another thread's. kiln::Error naming the kernel and buffer when a
+// a shared buffer may be another thread's (two writes need no barrier: a te stage writes each
+// element one value). kiln::Error naming the kernel and buffer when a
 // barrier would be needed inside a branch not all threads of the block take (a condition on a
 // thread index, or a thread loop narrower than `launch`'s block).
 PrimFunc insert_thread_sync(const PrimFunc& kernel, const KernelLaunch& launch);

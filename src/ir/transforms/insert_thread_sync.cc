@@ -1,9 +1,11 @@
 // insert_thread_sync: block-wide barriers where threads exchange data through shared memory
 // (transforms.h).
 //
-// Conservative by design: any access to a shared buffer conflicts with another thread's
-// access to it unless both read, so a barrier goes between a write and a later read (or write)
-// of the same shared buffer, and between a read and a later write. Statements are taken whole
+// Conservative by design: any access to a shared buffer may be another thread's, so a barrier
+// goes between a write and a later read of the same shared buffer, and between a read and a
+// later write. Two writes need none: a te stage assigns each element one value (a copy computed
+// twice writes the same value twice), so which thread writes last does not matter, and a
+// cooperative fetch's loop over its slices needs no barrier per slice. Statements are taken whole
 // (a loop that synchronizes inside still counts with all its accesses), which can cost a
 // barrier more than needed, never one less. Loop-carried conflicts: a loop body's accesses
 // after its last barrier are checked against the body's accesses before its first barrier, as
@@ -39,10 +41,9 @@ bool intersects(const BufferSet& a, const BufferSet& b) {
   return false;
 }
 
-// Whether `later` must wait for `earlier` (a write meets any access of the same buffer).
+// Whether `later` must wait for `earlier`: a read after a write, or a write after a read.
 bool conflict(const Access& earlier, const Access& later) {
-  return intersects(earlier.writes, later.reads) || intersects(earlier.writes, later.writes) ||
-         intersects(earlier.reads, later.writes);
+  return intersects(earlier.writes, later.reads) || intersects(earlier.reads, later.writes);
 }
 
 bool is_barrier(const Stmt& s) {

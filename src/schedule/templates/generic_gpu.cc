@@ -37,4 +37,21 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
   (void)outputs;
 }
 
+Schedule schedule_anchor_gpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, GpuAnchorTemplate tmpl,
+                             const Target& target, Config& cfg) {
+  Schedule s = create(outputs);
+  const te::Tensor tiled = outputs.size() == 1 && outputs[0].shape() == anchor.shape() ? outputs[0] : anchor;
+  for (const Stage& st : s.stages()) {
+    const auto* c = st->op.as<te::ComputeOpNode>();
+    if (c && !c->is_reduction() && !st->is_output && !st->op.same_as(anchor.op())) Stage(st).compute_inline();
+  }
+  tmpl(s, tiled, anchor, target, cfg);
+  for (const Stage& st : s.stages()) {
+    if (!st->op.as<te::ComputeOpNode>() || st->attach != AttachKind::Root) continue;
+    if (!st->relations.empty() || !st->attrs.empty()) continue;
+    bind_elementwise_gpu(st, 256, target);
+  }
+  return s;
+}
+
 }  // namespace kiln::schedule

@@ -79,6 +79,27 @@ Tensor dense(const Tensor& x, const Tensor& w, const DenseBlocks& blocks, const 
   return dense_core(x, wp, n, blocks.rows, name);
 }
 
+Tensor dense_plain(const Tensor& x, const Tensor& w, bool kn, const std::string& name) {
+  KILN_USER_CHECK(x.ndim() >= 2 && w.ndim() == 2 && x.shape().back() == w.shape()[kn ? 0 : 1])
+      << name << ": dense takes data [..., M, K] and weight " << (kn ? "[K, N]" : "[N, K]") << ", got " << x.name()
+      << " and " << w.name();
+  const int64_t k = x.shape().back(), n = w.shape()[kn ? 1 : 0];
+  std::vector<int64_t> shape = x.shape();
+  shape.back() = n;
+  auto rk = reduce_axis(k, "k");
+  ir::DataType acc_t = compute_type(x.dtype());
+  Tensor acc = compute(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> xi(v.begin(), v.end() - 1);
+    xi.push_back(rk);
+    Expr wv = kn ? w(rk, v.back()) : w(v.back(), rk);
+    return te::sum(ir::cast(acc_t, x(xi)) * ir::cast(acc_t, wv), {rk});
+  }, acc_t != x.dtype() ? name + ".acc" : name);
+  if (acc_t == x.dtype()) return acc;
+  return compute(shape, [&](const std::vector<Var>& v) {
+    return ir::cast(x.dtype(), acc(std::vector<Expr>(v.begin(), v.end())));
+  }, name);
+}
+
 Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, int64_t rows, const std::string& name) {
   KILN_USER_CHECK(x.ndim() >= 2 && w_packed.ndim() == 3 && x.shape().back() == w_packed.shape()[1] &&
                   w_packed.shape()[0] * w_packed.shape()[2] >= n)

@@ -26,4 +26,13 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
 // Binds one root stage as above: its data-parallel axes fused, split by `threads`.
 void bind_elementwise_gpu(Stage st, int64_t threads, const Target& target);
 
+// The GPU schedule of a group with an anchor op and a template for it (matmul_gpu.h): the
+// group's other injective stages inlined, `tmpl` places the anchor with the tile loops on the
+// group's single output when it has the anchor's shape (its elementwise tail computed from the
+// anchor's registers), else on the anchor; stages no template touched are bound as above.
+using GpuAnchorTemplate = void (*)(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor,
+                                   const Target& target, Config& cfg);
+Schedule schedule_anchor_gpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, GpuAnchorTemplate tmpl,
+                             const Target& target, Config& cfg);
+
 }  // namespace kiln::schedule

@@ -34,6 +34,9 @@ struct DenseBlocks {
 // x [..., M, K], w [N, K] (or [K, N]) -> [..., M, N] through panels of `blocks.panel` columns.
 Tensor dense(const Tensor& x, const Tensor& w, const DenseBlocks& blocks, const std::string& name = "dense");
 
+// dense as one plain reduction, out[..., i, j] = sum_k x[..., i, k] * w[j, k] (or w[k, j]
+// when weight_kn): what GPU schedules tile themselves, in shared memory rather than panels.
+Tensor dense_plain(const Tensor& x, const Tensor& w, bool weight_kn = false, const std::string& name = "dense");
 // dense with its weight already packed ([NB, K, nr] with NB * nr >= n, lower/weight_packing.h):
 // no "<name>.wpack" stage; `n` is the number of output columns, `rows` as DenseBlocks::rows.
 Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, int64_t rows = 1,

@@ -1,0 +1,34 @@
+// The GPU schedule of dense, matmul and batch matmul (C[..., i, j] = sum_k A[..., i, k] B[.., k, j],
+// in any operand layout): shared-memory tiling with register blocking, as in TVM's CUDA dense.
+// Knobs (schedule/config.h):
+//
+//   threads_m, threads_n        the block's threads along rows and columns   default 16 x 16
+//                               (fewer for a thinner product)
+//   rows_per_thread,            each thread's register block of outputs     default 4 x 4
+//   cols_per_thread             (1 where the product is thin)
+//   tile_k                      the slice of K staged in shared memory per step   default 16
+//
+// A block computes a (threads_m * rows_per_thread) x (threads_n * cols_per_thread) tile of C
+// (batch dims on blockIdx.z). For each K slice its threads together copy the A rows and B
+// columns the tile needs into shared memory (cooperative fetch), then each thread accumulates
+// its register block from there. Barriers come from ir::insert_thread_sync. An epilogue fused
+// after the product (bias, activation) is computed from the registers.
+#pragma once
+
+#include "kiln/schedule/config.h"
+#include "kiln/schedule/schedule.h"
+#include "kiln/target/target.h"
+
+namespace kiln::schedule {
+
+// Whether `anchor` is a product this template tiles: a reduction over one axis of two operands
+// of rank >= 2, with at least two output dims.
+bool matmul_gpu_applies(const te::Tensor& anchor);
+
+// An AnchorTemplate (anchor_cpu.h's signature): `tiled` is the group's output (the anchor
+// itself, or its elementwise tail, into whose thread loops the product is computed), `anchor`
+// the product.
+void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
+                         Config& cfg);
+
+}  // namespace kiln::schedule

@@ -1,0 +1,102 @@
+#include "kiln/schedule/templates/matmul_gpu.h"
+
+#include <algorithm>
+
+#include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/support/error.h"
+
+namespace kiln::schedule {
+
+namespace {
+
+int64_t pow2_at_least(int64_t n, int64_t cap) {
+  int64_t p = 1;
+  while (p < n && p < cap) p *= 2;
+  return p;
+}
+
+// Fetches `t` (a shared copy computed at a loop of its reader) with every thread of a
+// ty x tx block: its loops fused, split into threadIdx.x and threadIdx.y and a serial rest.
+void cooperative_fetch(Stage st, int64_t ty, int64_t tx) {
+  std::vector<ir::IterVar> ax = st.op_axis();
+  ir::IterVar f = ax[0];
+  for (size_t i = 1; i < ax.size(); ++i) f = st.fuse(f, ax[i]);
+  auto [rest, x] = st.split(f, tx);
+  auto [serial, y] = st.split(rest, ty);
+  st.bind(y, "threadIdx.y");
+  st.bind(x, "threadIdx.x");
+  (void)serial;
+}
+
+}  // namespace
+
+bool matmul_gpu_applies(const te::Tensor& anchor) {
+  const auto* c = anchor.op().as<te::ComputeOpNode>();
+  if (!c || !c->is_reduction() || c->reduce_axis.size() != 1 || anchor.ndim() < 2) return false;
+  std::vector<te::Tensor> in = anchor.op().input_tensors();
+  return in.size() == 2 && in[0].ndim() >= 2 && in[1].ndim() >= 2;
+}
+
+void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
+                         Config& cfg) {
+  KILN_USER_CHECK(matmul_gpu_applies(anchor)) << "matmul_gpu: '" << anchor.op().name()
+                                              << "' is not a product of two matrices over one reduce axis";
+  const std::vector<int64_t>& shape = anchor.shape();
+  const size_t nd = shape.size();
+  const int64_t m = shape[nd - 2], n = shape[nd - 1];
+  const int64_t k = *ir::as_const_int(anchor.op().as<te::ComputeOpNode>()->reduce_axis[0]->dom.extent);
+  // Threads per block (ty x tx), outputs per thread (tm x tn), the K slice staged in shared
+  // memory (bk). Defaults: a 16 x 16 block computing a 64 x 64 tile in 4 x 4 register blocks,
+  // narrower for thin products (a classifier's M = 1, an attention head's N = 64).
+  const int64_t ty = cfg.define_knob("threads_m", {1, 2, 4, 8, 16, 32}, pow2_at_least(m, 16));
+  const int64_t tx = cfg.define_knob("threads_n", {1, 2, 4, 8, 16, 32}, pow2_at_least(n, 16));
+  const int64_t tm = cfg.define_knob("rows_per_thread", {1, 2, 4, 8}, m >= 4 * ty ? 4 : 1);
+  const int64_t tn = cfg.define_knob("cols_per_thread", {1, 2, 4, 8}, n >= 4 * tx ? 4 : 1);
+  const int64_t bk = cfg.define_knob("tile_k", {4, 8, 16, 32}, std::min<int64_t>(16, pow2_at_least(k, 16)));
+  const int64_t shared = (ty * tm + tx * tn) * bk * anchor.dtype().bytes();
+  KILN_USER_CHECK(ty * tx <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
+      << "matmul_gpu: a " << ty << " x " << tx << " block staging " << shared << " bytes exceeds the target's "
+      << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_shared_bytes << " shared bytes";
+
+  const std::vector<te::Tensor> operands = anchor.op().input_tensors();
+  // The accumulator in registers: the anchor itself when an epilogue is fused after it, else
+  // a local copy of the output's reduction.
+  te::Tensor acc = anchor;
+  if (tiled.op().same_as(anchor.op())) acc = s.cache_write(anchor, "local");
+  else s[anchor].set_scope("local");
+  te::Tensor a_shared = s.cache_read(operands[0], "shared", {acc});
+  te::Tensor b_shared = s.cache_read(operands[1], "shared", {acc});
+
+  Stage out = s[tiled];
+  std::vector<ir::IterVar> ax = out.op_axis();
+  const size_t od = ax.size();
+  auto [bi, ii] = out.split(ax[od - 2], ty * tm);
+  auto [yi, mi] = out.split(ii, tm);
+  auto [bj, jj] = out.split(ax[od - 1], tx * tn);
+  auto [xi, ni] = out.split(jj, tn);
+  std::vector<ir::IterVar> order;
+  if (od > 2) {
+    ir::IterVar batch = ax[0];
+    for (size_t d = 1; d + 2 < od; ++d) batch = out.fuse(batch, ax[d]);
+    out.bind(batch, "blockIdx.z");
+    order.push_back(batch);
+  }
+  for (const ir::IterVar& v : {bi, bj, yi, xi, mi, ni}) order.push_back(v);
+  out.reorder(order);
+  out.bind(bi, "blockIdx.y");
+  out.bind(bj, "blockIdx.x");
+  out.bind(yi, "threadIdx.y");
+  out.bind(xi, "threadIdx.x");
+
+  Stage a = s[acc];
+  a.compute_at(out, xi);
+  std::vector<ir::IterVar> aax = a.op_axis();
+  auto [ko, ki] = a.split(a.reduce_axis(0), bk);
+  a.reorder({ko, ki, aax[aax.size() - 2], aax.back()});
+  s[a_shared].compute_at(a, ko);
+  s[b_shared].compute_at(a, ko);
+  cooperative_fetch(s[a_shared], ty, tx);
+  cooperative_fetch(s[b_shared], ty, tx);
+}
+
+}  // namespace kiln::schedule
