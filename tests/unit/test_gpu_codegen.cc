@@ -202,19 +202,19 @@ TEST_CASE("insert_thread_sync and hoist_device_allocations before and after", "[
   CHECK(f.body.as<AllocateNode>()->buffer->name == "S");
   PrimFunc synced = insert_thread_sync(f, launch);
   std::string text = to_string(synced);
-  // One barrier between the write and the read (RAW), one at the top of the loop body for the
+  // One barrier between the write and the read (RAW), one at the end of the loop body for the
   // next iteration's write after this one's read (WAR across iterations).
   size_t first = text.find("kiln_barrier"), second = text.find("kiln_barrier", first + 1);
   REQUIRE(first != std::string::npos);
   REQUIRE(second != std::string::npos);
   CHECK(text.find("kiln_barrier", second + 1) == std::string::npos);
   INFO(text);
-  // The loop-carried barrier opens the loop body, before the write; the other sits between the
-  // write and the read.
+  // One barrier sits between the write and the read; the loop-carried one closes the loop
+  // body, after the read.
   const size_t write = text.find("S[t] = X["), read = text.find("Y[o*32 + t] = S[");
-  CHECK(first < write);
-  CHECK(write < second);
-  CHECK(second < read);
+  CHECK(write < first);
+  CHECK(first < read);
+  CHECK(read < second);
   // Idempotent: a synchronized kernel needs no more.
   CHECK(to_string(insert_thread_sync(synced, launch)) == text);
   // A barrier every thread must reach cannot go under a condition on the thread index, nor in

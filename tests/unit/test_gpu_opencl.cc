@@ -156,8 +156,9 @@ TEST_CASE("opencl: the matmul template over the corners of its knob space", "[gp
                                               {"cols_per_thread", 3}, {"tile_k", 3}}, true);
   check_dense_on_opencl(*dev, 64, 64, 64, C{{"threads_m", 3}, {"threads_n", 3}, {"rows_per_thread", 1},
                                               {"cols_per_thread", 1}, {"tile_k", 1}}, false);
-  // A classifier's single row.
+  // A classifier's single row (tiny_cnn's: 10 classes from 32 features).
   check_dense_on_opencl(*dev, 1, 100, 64, C{}, true);
+  check_dense_on_opencl(*dev, 1, 10, 32, C{}, true);
 }
 
 TEST_CASE("opencl: batch matmul with broadcast batch dims through the matmul template", "[gpu][opencl]") {

@@ -3,14 +3,16 @@
 // and libkiln_runtime.so. `kiln check --target "llvm -mtriple=aarch64-linux-gnu"` runs it under
 // qemu-aarch64.
 //
-//   kiln-runner MODULE.so --input NAME=FILE.npy ... [--output-dir DIR] [--threads N]
+//   kiln-runner MODULE.so --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N]
 //   kiln-runner MODULE.so --info
 //
 // Writes each output as DIR/<output name>.npy (DIR is created if missing) and prints one line per
 // output. Exit status: 0 ok, 1 error (a message naming the culprit), 2 bad command line.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,12 +28,14 @@ namespace {
 constexpr int kOk = 0, kFailed = 1, kUsage = 2;
 
 const char kUsageText[] =
-    "usage: kiln-runner MODULE.so --input NAME=FILE.npy ... [--output-dir DIR] [--threads N]\n"
+    "usage: kiln-runner MODULE.so --input NAME=FILE.npy ... [--output-dir DIR] [--threads N] [--repeat N]\n"
     "       kiln-runner MODULE.so --info\n"
     "Runs a compiled kiln module on NumPy (.npy, little-endian, C order) inputs and writes each\n"
     "output as DIR/<output name>.npy (default DIR: the current directory). --info lists the\n"
     "module's inputs and outputs. --threads N sets the runtime's thread count (default:\n"
-    "KILN_NUM_THREADS, else the number of cores).\n";
+    "KILN_NUM_THREADS, else the number of cores). --repeat N runs N more times after the first\n"
+    "(and 3 warm-up runs) and prints the median and lowest latency of one run (inputs in,\n"
+    "outputs out: for a GPU module, the copies to and from the device included).\n";
 
 // A failure with its exit status; main prints "kiln-runner: error: <message>".
 struct Failure {
@@ -71,6 +75,7 @@ struct Args {
   std::string module, output_dir = ".";
   std::vector<std::pair<std::string, std::string>> inputs;  // name, file
   int threads = 0;
+  int repeat = 0;
   bool info = false;
 };
 
@@ -106,6 +111,12 @@ Args parse_args(int argc, char** argv) {
       long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < 1 || n > 4096) usage_error("--threads expects a count >= 1, got '" + v + "'");
       a.threads = static_cast<int>(n);
+    } else if (is("--repeat")) {
+      std::string v = value("--repeat");
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1000000) usage_error("--repeat expects a count >= 1, got '" + v + "'");
+      a.repeat = static_cast<int>(n);
     } else if (arg == "--info") {
       a.info = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -162,6 +173,18 @@ int run(const Args& a) {
     check(kiln_module_set_input(mod.m, name.c_str(), &t), "--input " + name + "=" + file);
   }
   check(kiln_module_run(mod.m), "");
+  if (a.repeat > 0) {
+    using Clock = std::chrono::steady_clock;
+    for (int i = 0; i < 3; ++i) check(kiln_module_run(mod.m), "");
+    std::vector<double> ms;
+    for (int i = 0; i < a.repeat; ++i) {
+      Clock::time_point t0 = Clock::now();
+      check(kiln_module_run(mod.m), "");
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("latency: median %.4f ms, min %.4f ms over %d runs\n", ms[ms.size() / 2], ms[0], a.repeat);
+  }
   make_dirs(a.output_dir);
   int32_t n_out = 0;
   check(kiln_module_num_outputs(mod.m, &n_out), "");

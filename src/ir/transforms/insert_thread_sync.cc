@@ -9,7 +9,8 @@
 // (a loop that synchronizes inside still counts with all its accesses), which can cost a
 // barrier more than needed, never one less. Loop-carried conflicts: a loop body's accesses
 // after its last barrier are checked against the body's accesses before its first barrier, as
-// the next iteration would meet them (the body simulated twice).
+// the next iteration would meet them (the body simulated twice); the barrier between them goes
+// at the end of the body.
 //
 // A barrier every thread of the block must reach: one needed inside a branch that not all
 // threads take (a condition on a thread index, or a thread loop narrower than the launch,
@@ -124,8 +125,12 @@ class SyncInserter : public StmtMutator {
         if (!seen_barrier) head.add(a);
         tail.add(a);
       }
+      // At the end of the body rather than its start: the same ordering between iterations,
+      // and the form hand-written kernels take. PoCL 3.1 (Debian 12) miscomputes a loop whose
+      // body starts with a barrier when a thread-dependent branch follows inside it (a
+      // guarded accumulation gave garbage; with the barrier last, exact results).
       if (conflict(tail, head)) {
-        list.insert(list.begin(), barrier(head));
+        list.push_back(barrier(head));
         body = seq(list);
       }
     }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU, from the repository root, with a bundle from
+# bench/gpu/prepare.sh: correctness of every bundled model on the GPU (kiln-runner against its
+# PyTorch reference, rtol 1e-3 atol 1e-4 as `kiln check`), compute-sanitizer's memcheck and
+# racecheck over each, and latency next to PyTorch in the same run (bench/gpu/torch_peers.py).
+# Needs python3 with numpy (and torch, torchvision, transformers for the peers), and
+# compute-sanitizer on PATH (else those checks are skipped, saying so).
+#
+#   bash bench/gpu/run.sh [BUNDLE] [REPEAT]       (default bench/gpu/bundle, 50)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bundle=${1:-bench/gpu/bundle}
+repeat=${2:-50}
+export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+runner="$bundle/bin/kiln-runner"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader || true
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+for c in "$bundle"/cases/*/; do
+  name=$(basename "$c")
+  args=()
+  while read -r input file; do args+=(--input "$input=$c/$file"); done < "$c/inputs.txt"
+  out="$tmp/$name"
+  latency=$("$runner" "$c/model.so" "${args[@]}" --output-dir "$out" --repeat "$repeat" | grep '^latency')
+  verdict=$(python3 bench/gpu/compare.py "$c" "$out") || status=1
+  echo "$name: $verdict; kiln $latency"
+  if [ -n "$sanitizer" ]; then
+    for tool in memcheck racecheck; do
+      summary=$("$sanitizer" --tool "$tool" "$runner" "$c/model.so" "${args[@]}" --output-dir "$tmp/san" 2>&1 |
+                grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
+      echo "  $tool: ${summary:-no summary (did it run?)}"
+      case "$summary" in *" 0 "*) ;; *) status=1 ;; esac
+    done
+  else
+    echo "  compute-sanitizer not found: memcheck and racecheck skipped"
+  fi
+done
+for s in "$bundle"/sgemm/*/; do
+  n=$(basename "$s")
+  python3 -c "import numpy as np; r=np.random.default_rng($n); [np.save('$tmp/'+x+'.npy', r.standard_normal(($n,$n), dtype=np.float32)) for x in 'AB']"
+  latency=$("$runner" "$s/model.so" --input "A=$tmp/A.npy" --input "B=$tmp/B.npy" --output-dir "$tmp/sgemm" --repeat 20 | grep '^latency')
+  verdict=$(python3 bench/gpu/compare.py --sgemm "$tmp" "$tmp/sgemm") || status=1
+  echo "sgemm $n: $verdict; kiln $latency"
+done
+python3 bench/gpu/torch_peers.py "$bundle" "$repeat" || echo "PyTorch peers failed"
+exit $status

@@ -1,0 +1,87 @@
+"""PyTorch (cuDNN, cuBLAS; TF32 off) on the same GPU, in the same run as kiln (bench/gpu/run.sh).
+
+Each figure is measured as kiln-runner measures a run: the input copied from host memory,
+the model, the output copied back, synchronized; 3 warm-ups, median of REPEAT. The models are
+the shared models' architectures with random weights (torchvision; bert_mini as a transformers
+BERT of its shape: 4 layers, hidden 256, 4 heads, FFN 1024, sequence 128). SGEMM also in
+device time only (CUDA events, operands on the GPU).
+
+  torch_peers.py BUNDLE [REPEAT]
+"""
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+
+
+def end_to_end(fn, x, repeat):
+    with torch.no_grad():
+        for _ in range(3):
+            fn(x.cuda()).cpu()
+        ts = []
+        for _ in range(repeat):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn(x.cuda()).cpu()
+            torch.cuda.synchronize()
+            ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts), min(ts)
+
+
+def models():
+    import torchvision
+    yield "mobilenet_v2", torchvision.models.mobilenet_v2(), torch.randn(1, 3, 224, 224)
+    yield "squeezenet1_1", torchvision.models.squeezenet1_1(), torch.randn(1, 3, 224, 224)
+    yield "resnet18", torchvision.models.resnet18(), torch.randn(1, 3, 224, 224)
+    from transformers import BertConfig, BertModel
+    cfg = BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+    bert = BertModel(cfg).cuda().eval()
+    yield "bert_mini", lambda ids: bert(ids).pooler_output, torch.randint(0, 1000, (1, 128))
+
+
+def main():
+    bundle = sys.argv[1]
+    repeat = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    print(f"PyTorch {torch.__version__}, {torch.cuda.get_device_name()}, TF32 off")
+    present = set(os.listdir(os.path.join(bundle, "cases"))) if os.path.isdir(os.path.join(bundle, "cases")) else set()
+    for name, model, x in models():
+        if name not in present:
+            continue
+        m = model.cuda().eval() if isinstance(model, torch.nn.Module) else model
+        med, lo = end_to_end(m, x, repeat)
+        print(f"{name}: torch latency median {med:.4f} ms, min {lo:.4f} ms over {repeat} runs")
+    for n in sorted(int(d) for d in os.listdir(os.path.join(bundle, "sgemm"))) if os.path.isdir(os.path.join(bundle, "sgemm")) else []:
+        a = torch.randn(n, n)
+        b = torch.randn(n, n)
+        f = lambda pair: torch.matmul(pair[0].cuda(), pair[1].cuda()).cpu()
+        ts = []
+        for i in range(23):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            f((a, b))
+            torch.cuda.synchronize()
+            if i >= 3:
+                ts.append((time.perf_counter() - t0) * 1e3)
+        ga, gb = a.cuda(), b.cuda()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        dev = []
+        for i in range(23):
+            start.record()
+            torch.matmul(ga, gb)
+            stop.record()
+            torch.cuda.synchronize()
+            if i >= 3:
+                dev.append(start.elapsed_time(stop))
+        med = statistics.median(dev)
+        print(f"sgemm {n}: torch latency with copies median {statistics.median(ts):.4f} ms; "
+              f"device only median {med:.4f} ms ({2 * n ** 3 / med / 1e9:.1f} TFLOP/s)")
+
+
+if __name__ == "__main__":
+    main()
