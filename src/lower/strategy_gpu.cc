@@ -5,7 +5,9 @@
 // (matmul_gpu.h). Op-specific GPU templates replace entries here as they come.
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/matmul_gpu.h"
+#include "kiln/te/ops/nn_conv.h"
 #include "kiln/te/ops/nn_dense.h"
+#include "op_table.h"
 #include "strategy_table.h"
 
 namespace kiln::lower::detail {
@@ -34,11 +36,27 @@ void add_gpu_strategies(StrategyTable* table) {
   dense.lower = [](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
     return std::vector<te::Tensor>{te::ops::dense_plain(in[0], in[1])};
   };
+  // Convolutions as plain NC[D]HW reductions (depthwise ones by depthwise_conv_nd): the
+  // generic schedule computes each output in a register inside its epilogue's thread.
+  auto conv = [generic](const relay::FusedGroup& g, const Target&, const StrategyOptions&) {
+    const relay::CallNode& call = *g.anchor.as<relay::CallNode>();
+    const ConvNdAttrs a = conv_attrs(call.attrs, false);
+    const auto& w = *call.args[1]->type.as<relay::TensorTypeNode>();
+    const std::string base = call.op_name().substr(3);  // "conv2d"
+    Strategy s = generic;
+    const bool depthwise = a.groups > 1 && w.shape[1] == 1;
+    s.lower = [a, base, depthwise](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
+      return std::vector<te::Tensor>{depthwise ? te::ops::depthwise_conv_nd(in[0], in[1], a, 1, "dw" + base)
+                                               : te::ops::conv_nd_plain(in[0], in[1], a, base)};
+    };
+    return s;
+  };
   auto fixed = [](Strategy s) {
     return [s](const relay::FusedGroup&, const Target&, const StrategyOptions&) { return s; };
   };
   for (TargetKind kind : {TargetKind::kCUDA, TargetKind::kOpenCL}) {
-    for (OpFamily f : {OpFamily::kConv, OpFamily::kConvTranspose, OpFamily::kConvBlocked, OpFamily::kDepthwiseBlocked,
+    (*table)[{kind, OpFamily::kConv}] = conv;
+    for (OpFamily f : {OpFamily::kConvTranspose, OpFamily::kConvBlocked, OpFamily::kDepthwiseBlocked,
                        OpFamily::kPool, OpFamily::kGlobalPool, OpFamily::kSoftmax, OpFamily::kNorm, OpFamily::kOpaque,
                        OpFamily::kInjective, OpFamily::kReduction})
       (*table)[{kind, f}] = fixed(generic);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kiln/ir/functor.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {
@@ -21,6 +22,43 @@ void bind_elementwise_gpu(Stage st, int64_t threads, const Target& target) {
   st.bind(tx, "threadIdx.x");
 }
 
+namespace {
+
+// How `consumer` reads `target`, looking through the stages inlined into it: not at all, only
+// elementwise (each load indexes by the reader's own axes, in order, at every step of the
+// chain: relu(add(conv, bias)) reads conv elementwise), or otherwise.
+enum class Reads { kNo, kElementwise, kOther };
+
+Reads reads_of(const Schedule& s, const te::ComputeOpNode& consumer, const te::Operation& target) {
+  Reads result = Reads::kNo;
+  auto merge = [&](Reads r) {
+    if (r == Reads::kOther || (r == Reads::kElementwise && result == Reads::kNo)) result = r;
+  };
+  for (const ir::Expr& body : consumer.body)
+    ir::post_order_visit(body, [&](const ir::Expr& e) {
+      const auto* load = e.as<ir::ProducerLoadNode>();
+      if (!load) return;
+      te::Operation op = te::Tensor::from_producer(load->producer).op();
+      // The reader's own index: its axis var, or 0 on an axis of extent 1 (broadcasting reads
+      // a batch of one at 0).
+      bool own_index = load->indices.size() == consumer.axis.size();
+      for (size_t d = 0; own_index && d < load->indices.size(); ++d)
+        own_index = load->indices[d].get() == consumer.axis[d]->var.get() ||
+                    (ir::is_zero(load->indices[d]) && ir::is_one(consumer.axis[d]->dom.extent));
+      if (op.same_as(target)) {
+        merge(own_index ? Reads::kElementwise : Reads::kOther);
+        return;
+      }
+      const auto* inner = op.as<te::ComputeOpNode>();
+      if (!inner || s[op]->attach != AttachKind::Inline) return;
+      Reads via = reads_of(s, *inner, target);
+      if (via != Reads::kNo) merge(own_index ? via : Reads::kOther);
+    });
+  return result;
+}
+
+}  // namespace
+
 void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg) {
   std::vector<int64_t> choices;
   for (int64_t t = 64; t <= target.gpu.max_threads_per_block; t *= 2) choices.push_back(t);
@@ -30,8 +68,41 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
     const auto* c = st->op.as<te::ComputeOpNode>();
     if (c && !c->is_reduction() && !st->is_output) Stage(st).compute_inline();
   }
-  for (const Stage& st : s.stages()) {
-    if (!st->op.as<te::ComputeOpNode>() || st->attach != AttachKind::Root) continue;
+  // A reduction that only an output reads, elementwise (conv + bias + relu, the output after
+  // inlining): computed in a register inside that output's thread, in the same kernel. Any
+  // other reduction (a softmax's max, read by a whole row) stays a kernel of its own, summing in
+  // a register (cache_write to local) and storing once.
+  std::vector<Stage> stages = s.stages();
+  for (const Stage& st : stages) {
+    const auto* c = st->op.as<te::ComputeOpNode>();
+    if (!c || !c->is_reduction() || st->is_output || st->attach != AttachKind::Root) continue;
+    std::vector<Stage> readers;
+    bool elementwise = true;
+    for (const Stage& r : stages) {
+      const auto* rc = r->op.as<te::ComputeOpNode>();
+      if (!rc || r.same_as(st) || r->attach == AttachKind::Inline) continue;
+      Reads how = reads_of(s, *rc, st->op);
+      if (how == Reads::kNo) continue;
+      readers.push_back(r);
+      elementwise = elementwise && how == Reads::kElementwise;
+    }
+    if (readers.size() != 1 || !readers[0]->is_output || !elementwise) continue;
+    Stage out = readers[0];
+    bind_elementwise_gpu(out, threads, target);
+    Stage(st).set_scope("local");
+    Stage(st).compute_at(out, out.leaf_axes().back());
+  }
+  // A copy: cache_write adds stages to the schedule.
+  const std::vector<Stage> all = s.stages();
+  for (const Stage& st : all) {
+    const auto* c = st->op.as<te::ComputeOpNode>();
+    if (!c || st->attach != AttachKind::Root || !st->relations.empty()) continue;
+    if (c->is_reduction()) {
+      te::Tensor local = s.cache_write(st->origin_op.output(0), "local");
+      bind_elementwise_gpu(st, threads, target);
+      s[local].compute_at(st, st.leaf_axes().back());
+      continue;
+    }
     bind_elementwise_gpu(st, threads, target);
   }
   (void)outputs;

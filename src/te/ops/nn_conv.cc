@@ -184,6 +184,36 @@ Tensor conv_nd_packed(const Tensor& x, const Tensor& wp, int64_t oc, const ConvN
   return conv_core(pad_spatial(x, a, row_multiple, name + kPadSuffix), wp, s, a, co, name);
 }
 
+Tensor conv_nd_plain(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  ConvShape s = conv_shape(x, w, a, name);
+  const size_t d = s.d;
+  IterVar rc = reduce_axis(s.cg, "rc");
+  std::vector<IterVar> rk;
+  for (size_t i = 0; i < d; ++i) rk.push_back(reduce_axis(s.kernel[i], "r" + std::to_string(i)));
+  std::vector<ir::IterVar> axes = {rc};
+  axes.insert(axes.end(), rk.begin(), rk.end());
+  std::vector<int64_t> out_shape = {s.n, s.oc};
+  out_shape.insert(out_shape.end(), s.out.begin(), s.out.end());
+  Tensor xp = pad_spatial(x, a, 1, name + kPadSuffix);
+  const ir::DataType acc_t = compute_type(x.dtype());
+  const bool widen = acc_t != x.dtype();
+  Tensor acc = compute(out_shape, [&](const std::vector<Var>& v) {
+    // Output channel oc belongs to group oc / og, which reads input channels from group * cg.
+    Expr channel = a.groups == 1 ? Expr(rc) : (v[1] / c32(s.og)) * c32(s.cg) + rc;
+    std::vector<Expr> xi = {v[0], channel};
+    std::vector<Expr> wi = {v[1], rc};
+    for (size_t i = 0; i < d; ++i) {
+      xi.push_back(v[2 + i] * c32(a.strides[i]) + rk[i] * c32(a.dilation[i]));
+      wi.push_back(rk[i]);
+    }
+    return te::sum(ir::cast(acc_t, xp(xi)) * ir::cast(acc_t, w(wi)), axes);
+  }, widen ? name + ".acc" : name);
+  if (!widen) return acc;
+  return compute(out_shape, [&](const std::vector<Var>& v) {
+    return ir::cast(x.dtype(), acc(std::vector<Expr>(v.begin(), v.end())));
+  }, name);
+}
+
 Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,
                          const std::string& name) {
   ConvShape s = conv_shape(x, w, a, name);

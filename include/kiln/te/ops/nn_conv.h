@@ -55,6 +55,10 @@ int64_t conv_channel_block(int64_t oc_per_group, int64_t groups, int64_t lanes);
 Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const ConvLayout& layout,
                const std::string& name = "conv");
 
+// conv_nd as one plain reduction in NC[D]HW over the padded input (<name>.pad, when padded):
+// what GPU schedules tile themselves, with no channel blocks.
+Tensor conv_nd_plain(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name = "conv");
+
 // conv_nd with its weight already packed ([OC/co, C/groups, K..., co], lower/weight_packing.h):
 // no "<name>.wpack" stage; `oc` is the number of output channels, co the packed block.
 Tensor conv_nd_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, const ConvNdAttrs& a,
