@@ -36,8 +36,9 @@ void add_gpu_strategies(StrategyTable* table) {
   dense.lower = [](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
     return std::vector<te::Tensor>{te::ops::dense_plain(in[0], in[1])};
   };
-  // Convolutions as plain NC[D]HW reductions (depthwise ones by depthwise_conv_nd): the
-  // generic schedule computes each output in a register inside its epilogue's thread.
+  // Convolutions: 2-d float32 ones of one group as implicit GEMMs in shared-memory tiles
+  // (matmul_gpu.h); others as plain NC[D]HW reductions (depthwise ones by depthwise_conv_nd),
+  // which the generic schedule computes in a register inside their epilogue's thread.
   auto conv = [generic](const relay::FusedGroup& g, const Target&, const StrategyOptions&) {
     const relay::CallNode& call = *g.anchor.as<relay::CallNode>();
     const ConvNdAttrs a = conv_attrs(call.attrs, false);
@@ -45,6 +46,18 @@ void add_gpu_strategies(StrategyTable* table) {
     const std::string base = call.op_name().substr(3);  // "conv2d"
     Strategy s = generic;
     const bool depthwise = a.groups > 1 && w.shape[1] == 1;
+    // 2-d float32 convs of one group: implicit GEMM in shared-memory tiles.
+    if (!depthwise && a.dims() == 2 && a.groups == 1 && w.dtype == relay::DataType::f32()) {
+      s.template_name = "gpu_conv_gemm";
+      s.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
+                      schedule::Config& cfg) {
+        return schedule::schedule_anchor_gpu(outs, anchor, schedule::schedule_conv_gemm_gpu, t, cfg);
+      };
+      s.lower = [a, base](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
+        return std::vector<te::Tensor>{te::ops::conv2d_gemm(in[0], in[1], a, base)};
+      };
+      return s;
+    }
     s.lower = [a, base, depthwise](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
       return std::vector<te::Tensor>{depthwise ? te::ops::depthwise_conv_nd(in[0], in[1], a, 1, "dw" + base)
                                                : te::ops::conv_nd_plain(in[0], in[1], a, base)};

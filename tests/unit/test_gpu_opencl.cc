@@ -10,6 +10,7 @@
 #include "kiln/codegen/driver.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/matmul_gpu.h"
+#include "kiln/te/ops/nn_conv.h"
 #include "kiln/te/ops/nn_dense.h"
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/operation.h"
@@ -212,5 +213,54 @@ TEST_CASE("cuda: the matmul template's corners compile for sm_80 and sm_90 withi
     codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "dense")}, t);
     REQUIRE(m.images.size() == 3);
     CHECK_THAT(m.source, Catch::Contains("__shared__ float X_shared[1024]") && Catch::Contains("__syncthreads();"));
+  }
+}
+
+TEST_CASE("opencl: convolutions as implicit GEMM in shared-memory tiles, strided, dilated and padded", "[gpu][opencl]") {
+  REQUIRE_OPENCL(dev);
+  struct Case {
+    int64_t c, h, w, oc, k, stride, pad, dilation;
+    std::map<std::string, size_t> knobs;
+  };
+  const Case cases[] = {{3, 17, 19, 20, 3, 1, 1, 1, {}},
+                        {16, 15, 15, 33, 3, 2, 1, 1, {{"threads_m", 2}, {"cols_per_thread", 2}, {"tile_k", 0}}},
+                        {8, 12, 12, 12, 3, 1, 2, 2, {{"rows_per_thread", 0}, {"threads_n", 0}}},
+                        {32, 7, 7, 40, 1, 1, 0, 1, {}}};
+  const Target t = Target::parse("opencl");
+  for (const Case& c : cases) {
+    te::ops::ConvNdAttrs a;
+    a.strides = {c.stride, c.stride};
+    a.padding = {c.pad, c.pad, c.pad, c.pad};
+    a.dilation = {c.dilation, c.dilation};
+    te::Tensor x = te::placeholder({1, c.c, c.h, c.w}, ir::DataType::f32(), "X");
+    te::Tensor w = te::placeholder({c.oc, c.c, c.k, c.k}, ir::DataType::f32(), "W");
+    te::Tensor y = te::ops::conv2d_gemm(x, w, a);
+    schedule::Config cfg = schedule::Config::with_choices(c.knobs);
+    schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_conv_gemm_gpu, t, cfg);
+    codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "conv")}, t);
+    const int64_t oh = y.shape()[2], ow = y.shape()[3];
+    auto xv = random_floats(c.c * c.h * c.w, 31), wv = random_floats(c.oc * c.c * c.k * c.k, 32);
+    std::vector<NDArray> args = {NDArray::from_vector<float>({1, c.c, c.h, c.w}, runtime::dtype_f32(), xv),
+                                 NDArray::from_vector<float>({c.oc, c.c, c.k, c.k}, runtime::dtype_f32(), wv),
+                                 NDArray::zeros({1, c.oc, oh, ow}, runtime::dtype_f32())};
+    test::run_on_device(*dev, m, args);
+    const float* out = args[2].data<float>();
+    for (int64_t o = 0; o < c.oc; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = 0, mag = 0;
+          for (int64_t ci = 0; ci < c.c; ++ci)
+            for (int64_t ky = 0; ky < c.k; ++ky)
+              for (int64_t kx = 0; kx < c.k; ++kx) {
+                int64_t yy = i * c.stride + ky * c.dilation - c.pad, xx = j * c.stride + kx * c.dilation - c.pad;
+                if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) continue;
+                double p = double(xv[(ci * c.h + yy) * c.w + xx]) * wv[((o * c.c + ci) * c.k + ky) * c.k + kx];
+                acc += p;
+                mag += std::abs(p);
+              }
+          INFO("conv c=" << c.c << " oc=" << c.oc << " stride " << c.stride << " pad " << c.pad << " dilation "
+                         << c.dilation << " " << cfg.str() << " at (" << o << ", " << i << ", " << j << ")");
+          REQUIRE(std::abs(out[(o * oh + i) * ow + j] - acc) <= 1e-5 * (1 + mag));
+        }
   }
 }

@@ -37,13 +37,17 @@ bool matmul_gpu_applies(const te::Tensor& anchor) {
   return in.size() == 2 && in[0].ndim() >= 2 && in[1].ndim() >= 2;
 }
 
-void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
-                         Config& cfg) {
+namespace {
+
+// The product's rows are output axis `row_axis`, its columns the last axis, and every other
+// axis a batch axis (a conv's n and oh).
+void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, size_t row_axis,
+                          const Target& target, Config& cfg) {
   KILN_USER_CHECK(matmul_gpu_applies(anchor)) << "matmul_gpu: '" << anchor.op().name()
                                               << "' is not a product of two matrices over one reduce axis";
   const std::vector<int64_t>& shape = anchor.shape();
   const size_t nd = shape.size();
-  const int64_t m = shape[nd - 2], n = shape[nd - 1];
+  const int64_t m = shape[row_axis], n = shape[nd - 1];
   const int64_t k = *ir::as_const_int(anchor.op().as<te::ComputeOpNode>()->reduce_axis[0]->dom.extent);
   // Threads per block (ty x tx), outputs per thread (tm x tn), the K slice staged in shared
   // memory (bk). Defaults: a 16 x 16 block computing a 64 x 64 tile in 4 x 4 register blocks,
@@ -70,17 +74,24 @@ void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor&
   Stage out = s[tiled];
   std::vector<ir::IterVar> ax = out.op_axis();
   const size_t od = ax.size();
-  auto [bi, ii] = out.split(ax[od - 2], ty * tm);
-  auto [yi, mi] = out.split(ii, tm);
-  auto [bj, jj] = out.split(ax[od - 1], tx * tn);
-  auto [xi, ni] = out.split(jj, tn);
+  std::vector<ir::IterVar> batch_axes;
+  for (size_t d = 0; d + 1 < od; ++d)
+    if (d != row_axis) batch_axes.push_back(ax[d]);
   std::vector<ir::IterVar> order;
-  if (od > 2) {
-    ir::IterVar batch = ax[0];
-    for (size_t d = 1; d + 2 < od; ++d) batch = out.fuse(batch, ax[d]);
+  if (!batch_axes.empty()) {
+    std::vector<ir::IterVar> front = batch_axes;
+    front.push_back(ax[row_axis]);
+    front.push_back(ax[od - 1]);
+    out.reorder(front);
+    ir::IterVar batch = batch_axes[0];
+    for (size_t d = 1; d < batch_axes.size(); ++d) batch = out.fuse(batch, batch_axes[d]);
     out.bind(batch, "blockIdx.z");
     order.push_back(batch);
   }
+  auto [bi, ii] = out.split(ax[row_axis], ty * tm);
+  auto [yi, mi] = out.split(ii, tm);
+  auto [bj, jj] = out.split(ax[od - 1], tx * tn);
+  auto [xi, ni] = out.split(jj, tn);
   for (const ir::IterVar& v : {bi, bj, yi, xi, mi, ni}) order.push_back(v);
   out.reorder(order);
   out.bind(bi, "blockIdx.y");
@@ -92,11 +103,24 @@ void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor&
   a.compute_at(out, xi);
   std::vector<ir::IterVar> aax = a.op_axis();
   auto [ko, ki] = a.split(a.reduce_axis(0), bk);
-  a.reorder({ko, ki, aax[aax.size() - 2], aax.back()});
+  a.reorder({ko, ki, aax[row_axis], aax.back()});
   s[a_shared].compute_at(a, ko);
   s[b_shared].compute_at(a, ko);
   cooperative_fetch(s[a_shared], ty, tx);
   cooperative_fetch(s[b_shared], ty, tx);
+}
+
+}  // namespace
+
+void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
+                         Config& cfg) {
+  schedule_product_gpu(s, tiled, anchor, anchor.ndim() - 2, target, cfg);
+}
+
+void schedule_conv_gemm_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
+                            Config& cfg) {
+  KILN_USER_CHECK(anchor.ndim() == 4) << "conv_gemm_gpu: '" << anchor.op().name() << "' is not a 2-d convolution";
+  schedule_product_gpu(s, tiled, anchor, 1, target, cfg);
 }
 
 }  // namespace kiln::schedule

@@ -214,6 +214,26 @@ Tensor conv_nd_plain(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, con
   }, name);
 }
 
+Tensor conv2d_gemm(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  ConvShape s = conv_shape(x, w, a, name);
+  KILN_USER_CHECK(s.d == 2 && a.groups == 1 && x.dtype() == ir::DataType::f32())
+      << name << ": conv2d_gemm takes a float32 2-d convolution of one group";
+  const int64_t kh = s.kernel[0], kw = s.kernel[1], q = s.c * kh * kw;
+  Tensor xp = pad_spatial(x, a, 1, name + kPadSuffix);
+  // Column q of output pixel (oh, ow): input channel q / (kh kw), kernel tap ((q / kw) % kh, q % kw).
+  Tensor cols = compute({s.n, q, s.out[0], s.out[1]}, [&](Var n, Var qq, Var oh, Var ow) {
+    Expr c = qq / c32(kh * kw), ky = (qq / c32(kw)) % c32(kh), kx = qq % c32(kw);
+    return xp(n, c, oh * c32(a.strides[0]) + ky * c32(a.dilation[0]), ow * c32(a.strides[1]) + kx * c32(a.dilation[1]));
+  }, name + ".im2col");
+  Tensor wm = compute({s.oc, q}, [&](Var oc, Var qq) {
+    return w(oc, qq / c32(kh * kw), (qq / c32(kw)) % c32(kh), qq % c32(kw));
+  }, name + ".wmat");
+  auto rq = reduce_axis(q, "rq");
+  return compute({s.n, s.oc, s.out[0], s.out[1]}, [&](Var n, Var oc, Var oh, Var ow) {
+    return te::sum(wm(oc, rq) * cols(n, rq, oh, ow), {rq});
+  }, name);
+}
+
 Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,
                          const std::string& name) {
   ConvShape s = conv_shape(x, w, a, name);

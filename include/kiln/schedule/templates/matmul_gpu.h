@@ -31,4 +31,11 @@ bool matmul_gpu_applies(const te::Tensor& anchor);
 void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
                          Config& cfg);
 
+// The same tiles for a 2-d convolution as an implicit GEMM (te::ops::conv2d_gemm: out[n, oc, oh,
+// ow] = sum_q wmat[oc, q] * im2col[n, q, oh, ow]): rows are output channels, columns the output
+// row's pixels, (n, oh) the batch; the shared tiles of im2col gather from the padded input, so
+// no column matrix is ever stored. Same knobs.
+void schedule_conv_gemm_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
+                            Config& cfg);
+
 }  // namespace kiln::schedule

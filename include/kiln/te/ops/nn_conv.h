@@ -59,6 +59,13 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const Con
 // what GPU schedules tile themselves, with no channel blocks.
 Tensor conv_nd_plain(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name = "conv");
 
+// A float32 2-d convolution of one group as a matrix product over the im2col view (implicit
+// GEMM): out[n, oc, oh, ow] = sum_q <name>.wmat[oc, q] * <name>.im2col[n, q, oh, ow], q running
+// over (input channel, ky, kx); both views are index arithmetic over the padded input
+// (<name>.pad) and the weight, materialized only where a schedule caches them (GPU shared
+// memory tiles, schedule/templates/matmul_gpu.h).
+Tensor conv2d_gemm(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name = "conv2d");
+
 // conv_nd with its weight already packed ([OC/co, C/groups, K..., co], lower/weight_packing.h):
 // no "<name>.wpack" stage; `oc` is the number of output channels, co the packed block.
 Tensor conv_nd_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, const ConvNdAttrs& a,
