@@ -25,18 +25,23 @@ ir::GpuLimits gpu_limits(const Target& target) {
 
 GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target, const GpuBuildOptions& options) {
   KILN_USER_CHECK(target.is_gpu()) << "build_gpu: target '" << target.str() << "' is not a GPU target";
+  KILN_USER_CHECK(!options.race_check || target.kind == TargetKind::kOpenCL)
+      << "build_gpu: race_check instruments OpenCL kernels only, not target '" << target.str() << "'";
   GpuModule m;
   m.target = target;
+  m.race_check = options.race_check;
   const ir::GpuLimits limits = gpu_limits(target);
   for (const ir::PrimFunc& f : funcs) {
     ir::verify_gpu(f, limits);
     ir::DeviceProgram p = ir::split_host_device(f);
-    for (size_t k = 0; k < p.kernels.size(); ++k)
+    for (size_t k = 0; k < p.kernels.size(); ++k) {
       p.kernels[k] = ir::insert_thread_sync(ir::hoist_device_allocations(p.kernels[k]), p.launches[k]);
+      if (options.after_sync) p.kernels[k] = options.after_sync(p.kernels[k]);
+    }
     m.programs.push_back(std::move(p));
   }
   const source::Language lang = target.kind == TargetKind::kCUDA ? source::Language::kCUDA : source::Language::kOpenCL;
-  m.source = source::print_module(m.programs, source::dialect(lang));
+  m.source = source::print_module(m.programs, source::dialect(lang), m.race_check, &m.race_checked_buffers);
   if (lang == source::Language::kCUDA && options.compile) {
     source::NvrtcResult r = source::compile_cuda(m.source, target.cuda_image_sms());
     m.images = std::move(r.images);
@@ -100,7 +105,7 @@ std::vector<std::string> write_device_code(const GpuModule& m, const std::string
     write_text(files.back(), text);
   };
   for (const ir::DeviceProgram& p : m.programs) {
-    write(p.name + ext, source::print_module({p}, d));
+    write(p.name + ext, source::print_module({p}, d, m.race_check));
     if (!ptx.empty()) write(p.name + ".ptx", ptx_of(ptx, p.kernels));
   }
   write("module" + ext, m.source);

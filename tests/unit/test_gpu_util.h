@@ -2,6 +2,7 @@
 // numerical check of GPU schedules on machines without a GPU.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,13 +29,22 @@ inline runtime::DeviceAPI* opencl_device(std::string* why) {
   return dev.get();
 }
 
+// What a race-checked module found in one run (codegen::GpuBuildOptions::race_check).
+struct RaceReport {
+  int count = 0;             // racy accesses
+  int write_after_read = 0;  // of which writes after reads (the rest: reads after writes)
+  std::string first;         // the first, e.g. "dense.X_shared[17]: read after write"; empty if none
+};
+
 // Runs program `index` of `m` (an opencl module) on `dev`: every argument copied in, the
-// launches in order with device workspace buffers, every argument copied back.
+// launches in order with device workspace buffers, every argument copied back. A module built
+// with race_check gets a zeroed race record after every launch's buffers, reported in `races`.
 inline void run_on_device(runtime::DeviceAPI& dev, const codegen::GpuModule& m, std::vector<runtime::NDArray>& args,
-                          size_t index = 0) {
+                          size_t index = 0, RaceReport* races = nullptr) {
   const ir::DeviceProgram& p = m.programs.at(index);
   KILN_CHECK(args.size() == p.params.size()) << "run_on_device: " << args.size() << " arrays for "
                                              << p.params.size() << " parameters";
+  KILN_CHECK(!races || m.race_check) << "run_on_device: races asked of a module built without race_check";
   runtime::DeviceImage image;
   image.format = runtime::DeviceImage::kOpenCLSource;
   image.bytes = m.source;
@@ -51,6 +61,12 @@ inline void run_on_device(runtime::DeviceAPI& dev, const codegen::GpuModule& m, 
     for (const ir::Expr& d : w->shape) n *= *ir::as_const_int(d);
     bufs.push_back(dev.alloc(static_cast<size_t>(n)));
   }
+  int32_t record[5] = {0, 0, 0, 0, 0};  // the layout GpuBuildOptions::race_check documents
+  void* record_buf = nullptr;
+  if (m.race_check) {
+    record_buf = dev.alloc(sizeof(record));
+    dev.copy_to_device(record_buf, record, sizeof(record));
+  }
   for (const ir::KernelLaunch& l : p.launches) {
     runtime::LaunchDims dims;
     for (int i = 0; i < 3; ++i) {
@@ -59,11 +75,20 @@ inline void run_on_device(runtime::DeviceAPI& dev, const codegen::GpuModule& m, 
     }
     std::vector<void*> kargs;
     for (int a : l.args) kargs.push_back(bufs[a]);
+    if (record_buf) kargs.push_back(record_buf);
     mod->launch(l.kernel, dims, kargs);
   }
   dev.synchronize();
   for (size_t i = 0; i < args.size(); ++i) dev.copy_to_host(args[i].dltensor()->data, bufs[i], sizes[i]);
   for (void* b : bufs) dev.free(b);
+  if (!record_buf) return;
+  dev.copy_to_host(record, record_buf, sizeof(record));
+  dev.free(record_buf);
+  if (!races) return;
+  races->count = record[0];
+  races->write_after_read = record[1];
+  races->first = record[0] == 0 ? "" : m.race_checked_buffers.at(record[2] - 1) + "[" + std::to_string(record[3]) +
+                                          "]: " + (record[4] == 1 ? "read after write" : "write after read");
 }
 
 }  // namespace kiln::test

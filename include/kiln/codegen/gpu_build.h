@@ -10,6 +10,7 @@
 //                      registers, spills and shared memory per kernel in the notes
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,41 @@ struct GpuModule {
   std::string source;                       // CUDA C or OpenCL C of every kernel
   std::vector<GpuImage> images;             // CUDA: NVRTC's output; OpenCL: none (the source is built at load)
   std::vector<std::string> notes;           // per-kernel resources and NVRTC's time (CUDA)
+  // Built with GpuBuildOptions::race_check: every kernel takes the race record as one more
+  // argument, and race_checked_buffers[id - 1] names ("kernel.buffer") the shared buffer that
+  // the record's id refers to.
+  bool race_check = false;
+  std::vector<std::string> race_checked_buffers;
 };
 
 struct GpuBuildOptions {
   // CUDA: compile the source with NVRTC (false: print it only, e.g. to save it for reading).
   bool compile = true;
+  // OpenCL only (kiln::Error for CUDA): print kernels that check their own shared-memory
+  // accesses for races, the check GPU.md describes for PoCL, which runs the work-items of a
+  // group one after another between barriers and so often computes the right numbers from a
+  // racy kernel.
+  //   Each shared buffer of N elements gets four N-element shadow arrays in shared memory (one
+  //   array of 4 N ints): the last writer (flat local id) of each element and the epoch of that
+  //   write, the last reader (-2 for several) and the epoch of that read. A work-item's epoch counts the kiln barriers it
+  //   has passed (all work-items pass the same ones, so epochs agree across the group; the
+  //   barrier after the kernel's prologue, which sets the shadow epochs to -1, is not counted).
+  //   A load of an element written in the current epoch by another work-item is a race (read
+  //   after write); so is a store to an element read in the current epoch by another
+  //   (write after read). Two stores in one epoch are not: a te stage writes each element one
+  //   value, and insert_thread_sync relies on that.
+  //   Argument convention: every kernel of the module takes one more argument after its
+  //   buffers, `__global int* kiln_races` of at least 5 ints zeroed before the first launch:
+  //   [0] the number of racy accesses, [1] how many of them were writes after reads; for the
+  //   first one, [2] the buffer's id (see GpuModule::race_checked_buffers), [3] the element and
+  //   [4] 1 for a read after write, 2 for a write after read. Which of the two a missing barrier
+  //   shows as depends on the order the work-items ran in (PoCL: one after another, so a later
+  //   work-item's write meets an earlier one's read). For tests (test_gpu_util.h); the runtime
+  //   does not pass the argument.
+  bool race_check = false;
+  // A test hook: applied to each kernel after insert_thread_sync, before printing (e.g. to
+  // remove a barrier and see race_check report the races).
+  std::function<ir::PrimFunc(const ir::PrimFunc&)> after_sync;
 };
 
 // kiln::Error naming the function and the culprit for IR a GPU cannot run (see verify_gpu), or

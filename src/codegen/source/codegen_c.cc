@@ -4,6 +4,10 @@
 // statement that uses them (their values are pure). Integer floor division and modulo, and
 // float min/max (a < b ? a : b, as the LLVM backend: NaN picks the second operand), are helper
 // functions of the preamble so no operand is evaluated twice.
+//
+// The race-checking build (print_module's race_check, GpuBuildOptions::race_check) routes every
+// access of a shared buffer through a helper that checks and updates the buffer's shadow state
+// (kRaceCheckFunctions), so a load stays an expression; barriers advance a per-work-item epoch.
 #include "codegen_c.h"
 
 #include <fmt/format.h>
@@ -74,10 +78,36 @@ int64_t flat_size(const ir::Buffer& b) {
   return n;
 }
 
+// The race-checking build's shared functions. The shadow `sh` of a shared buffer of n elements
+// holds [0, n) the last writer (a flat local id), [n, 2n) the epoch of that write, [2n, 3n) the
+// last reader (-2: several work-items), [3n, 4n) the epoch of that read. The shadow itself is
+// updated without atomics: work-items that touch one element in one epoch race on it, which at
+// worst loses a reader (PoCL interleaves work-items only at barriers or in lockstep vectors).
+// Write after write is not reported (a te stage writes each element one value).
+const char* const kRaceCheckFunctions = R"(// Race checking: see kiln's GpuBuildOptions::race_check.
+static void kiln_rc_report(__global int* races, int id, int i, int kind) {
+  if (kind == 2) atomic_inc(&races[1]);
+  if (atomic_inc(&races[0]) == 0) { races[2] = id; races[3] = i; races[4] = kind; }
+}
+static inline void kiln_rc_read(__local int* sh, int n, int i, int tid, int epoch, __global int* races, int id) {
+  if (sh[n + i] == epoch && sh[i] != tid) kiln_rc_report(races, id, i, 1);
+  sh[2 * n + i] = (sh[3 * n + i] == epoch && sh[2 * n + i] != tid) ? -2 : tid;
+  sh[3 * n + i] = epoch;
+}
+static inline void kiln_rc_write(__local int* sh, int n, int i, int tid, int epoch, __global int* races, int id) {
+  if (sh[3 * n + i] == epoch && sh[2 * n + i] != tid) kiln_rc_report(races, id, i, 2);
+  sh[i] = tid;
+  sh[n + i] = epoch;
+}
+)";
+
 class KernelPrinter {
  public:
-  KernelPrinter(const Dialect& d, const ir::PrimFunc& f, const ir::KernelLaunch& launch)
-      : d_(d), f_(f), launch_(launch) {}
+  // race_check: print the race-checking build; `checked` numbers its shadowed buffers across
+  // the module (a buffer's id is its position + 1).
+  KernelPrinter(const Dialect& d, const ir::PrimFunc& f, const ir::KernelLaunch& launch, bool race_check,
+                std::vector<std::string>& checked)
+      : d_(d), f_(f), launch_(launch), race_check_(race_check), checked_(checked) {}
 
   std::string print() {
     std::unordered_set<const ir::VarNode*> written = written_buffers(f_.body);
@@ -87,12 +117,20 @@ class KernelPrinter {
       params += (params.empty() ? "" : ", ") +
                 d_.global_param(d_.type_name(b->dtype), name_of(b->data), !written.count(b->data.get()));
     }
+    // Every kernel of a race-checked module takes the record, shared memory or not, so the
+    // caller appends it to every launch.
+    if (race_check_) params += (params.empty() ? "" : ", ") + d_.global_param("int", "kiln_races", false);
     out_ << d_.kernel_prefix(launch_) << " " << f_.name << "(" << params << ") {\n";
     indent_ = 1;
     for (const ir::Buffer& b : shared_buffers(f_.body)) {
       check_type(b->dtype, "shared buffer '" + b->name + "'");
       line(fmt::format("{} {} {}[{}];", d_.shared_qualifier(), d_.type_name(b->dtype), name_of(b->data), flat_size(b)));
+      if (!race_check_) continue;
+      checked_.push_back(f_.name + "." + name_of(b->data));
+      shadows_.push_back({b->data.get(), static_cast<int>(checked_.size()), flat_size(b), "kiln_rcs_" + name_of(b->data)});
+      line(fmt::format("{} int {}[{}];", d_.shared_qualifier(), shadows_.back().name, 4 * shadows_.back().n));
     }
+    if (!shadows_.empty()) race_check_prologue();
     stmt(f_.body);
     out_ << "}\n";
     return out_.str();
@@ -128,6 +166,41 @@ class KernelPrinter {
   void line(const std::string& s) {
     for (int i = 0; i < indent_; ++i) out_ << "  ";
     out_ << s << "\n";
+  }
+
+  // ---- race checking ----
+  struct Shadow {
+    const ir::VarNode* buffer;  // the shared buffer's data
+    int id;                     // in the race record and the module's checked buffers
+    int64_t n;                  // elements of the shared buffer
+    std::string name;           // its shadow array, 4 n ints (kRaceCheckFunctions)
+  };
+
+  const Shadow* shadow(const ir::Buffer& b) const {
+    for (const Shadow& sh : shadows_)
+      if (sh.buffer == b->data.get()) return &sh;
+    return nullptr;
+  }
+
+  // The arguments a shadowed access passes after the buffer: its shadow, the element, who and
+  // when, and where to report.
+  std::string race_args(const Shadow& sh, const std::string& index) const {
+    return fmt::format("{}, {}, {}, kiln_rc_tid, kiln_rc_epoch, kiln_races, {}", sh.name, sh.n, index, sh.id);
+  }
+
+  // The work-item's flat local id and epoch; the group sets every shadow epoch to -1 (no
+  // access yet), each work-item a strided slice, and a barrier publishes that before the body.
+  // That barrier is not counted: the body starts in epoch 0.
+  void race_check_prologue() {
+    const auto& b = launch_.block;
+    line(fmt::format("const int kiln_rc_tid = (int){} + {} * ((int){} + {} * (int){});", d_.thread_index("threadIdx.x"),
+                     b[0], d_.thread_index("threadIdx.y"), b[1], d_.thread_index("threadIdx.z")));
+    line("int kiln_rc_epoch = 0;");
+    for (const Shadow& sh : shadows_)
+      line(fmt::format("for (int kiln_rc_k = kiln_rc_tid; kiln_rc_k < {}; kiln_rc_k += {}) {{ {}[{} + kiln_rc_k] = -1; "
+                       "{}[{} + kiln_rc_k] = -1; }}",
+                       sh.n, b[0] * b[1] * b[2], sh.name, sh.n, sh.name, 3 * sh.n));
+    line(d_.barrier());
   }
 
   // ---- expressions ----
@@ -184,7 +257,10 @@ class KernelPrinter {
         const auto* l = e.as<ir::BufferLoadNode>();
         KILN_CHECK(l->indices.size() == 1) << "kernel '" << f_.name << "': load of '" << l->buffer->name
                                            << "' is not flattened";
-        std::string access = name_of(l->buffer->data) + "[" + expr(l->indices[0]) + "]";
+        const std::string buf = name_of(l->buffer->data), index = expr(l->indices[0]);
+        const Shadow* sh = shadow(l->buffer);
+        std::string access = sh ? helper("rcload", l->buffer->dtype) + "(" + buf + ", " + race_args(*sh, index) + ")"
+                                : buf + "[" + index + "]";
         return l->buffer->dtype.is_bool() ? "(" + access + " != 0)" : access;
       }
       case ExprKind::Ramp:
@@ -305,7 +381,11 @@ class KernelPrinter {
         std::string idx = use(st->indices[0]);
         std::string v = use(st->value);
         if (st->buffer->dtype.is_bool()) v = "(" + d_.type_name(st->buffer->dtype) + ")(" + v + ")";
-        line(name_of(st->buffer->data) + "[" + idx + "] = " + v + ";");
+        const std::string buf = name_of(st->buffer->data);
+        if (const Shadow* sh = shadow(st->buffer))
+          line(helper("rcstore", st->buffer->dtype) + "(" + buf + ", " + race_args(*sh, idx) + ", " + v + ");");
+        else
+          line(buf + "[" + idx + "] = " + v + ";");
         return;
       }
       case ir::StmtKind::Allocate: {
@@ -334,6 +414,7 @@ class KernelPrinter {
         const ir::Expr& v = s.as<ir::EvaluateNode>()->value;
         if (const auto* c = v.as<ir::CallNode>(); c && c->name == "kiln_barrier") {
           line(d_.barrier());
+          if (!shadows_.empty()) line("++kiln_rc_epoch;");  // every work-item passes every barrier
           return;
         }
         if (v.as<ir::IntImmNode>()) return;
@@ -391,6 +472,9 @@ class KernelPrinter {
   const Dialect& d_;
   const ir::PrimFunc& f_;
   const ir::KernelLaunch& launch_;
+  const bool race_check_;
+  std::vector<std::string>& checked_;
+  std::vector<Shadow> shadows_;  // in declaration order
   std::ostringstream out_;
   int indent_ = 0;
   int pow_count_ = 0;
@@ -420,6 +504,14 @@ std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
       out += fmt::format("{}{} {}({} a, {} b) {{ return a > b ? a : b; }}\n", prefix, ty, fn, ty, ty);
     else if (op == "abs")
       out += fmt::format("{}{} {}({} a) {{ return a < 0 ? -a : a; }}\n", prefix, ty, fn, ty);
+    else if (op == "rcload")
+      out += fmt::format("{}{} {}(__local const {}* s, __local int* sh, int n, int i, int tid, int epoch, "
+                         "__global int* races, int id) {{ kiln_rc_read(sh, n, i, tid, epoch, races, id); return s[i]; }}\n",
+                         prefix, ty, fn, ty);
+    else if (op == "rcstore")
+      out += fmt::format("{}void {}(__local {}* s, __local int* sh, int n, int i, int tid, int epoch, __global int* races, "
+                         "int id, {} v) {{ kiln_rc_write(sh, n, i, tid, epoch, races, id); s[i] = v; }}\n",
+                         prefix, fn, ty, ty);
   }
   return out;
 }
@@ -428,16 +520,20 @@ std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
 
 const Dialect& dialect(Language lang) { return lang == Language::kCUDA ? cuda_dialect() : opencl_dialect(); }
 
-std::string print_module(const std::vector<ir::DeviceProgram>& programs, const Dialect& d) {
+std::string print_module(const std::vector<ir::DeviceProgram>& programs, const Dialect& d, bool race_check,
+                         std::vector<std::string>* checked_buffers) {
+  KILN_CHECK(!race_check || d.language() == Language::kOpenCL) << "race checking prints OpenCL C only";
   std::string kernels;
   std::set<std::string> helpers;
+  std::vector<std::string> checked;
   for (const ir::DeviceProgram& p : programs)
     for (size_t k = 0; k < p.kernels.size(); ++k) {
-      KernelPrinter printer(d, p.kernels[k], p.launches[k]);
+      KernelPrinter printer(d, p.kernels[k], p.launches[k], race_check, checked);
       kernels += printer.print() + "\n";
       helpers.insert(printer.helpers_.begin(), printer.helpers_.end());
     }
-  return d.preamble() + print_helpers(helpers, d) + "\n" + kernels;
+  if (checked_buffers) *checked_buffers = checked;
+  return d.preamble() + (checked.empty() ? "" : kRaceCheckFunctions) + print_helpers(helpers, d) + "\n" + kernels;
 }
 
 }  // namespace kiln::codegen::source

@@ -53,6 +53,12 @@ const Dialect& dialect(Language lang);
 // The source of one module: the dialect's preamble and every kernel of every program.
 // kiln::Error for IR the printer cannot express (vector IR, extern calls, an element type the
 // dialect lacks), naming the kernel.
-std::string print_module(const std::vector<ir::DeviceProgram>& programs, const Dialect& d);
+// race_check: the race-checking build (codegen::GpuBuildOptions::race_check documents the
+// instrumentation and the extra argument); `checked_buffers`, when given, receives the
+// instrumented shared buffers as "kernel.buffer", the buffer with id i at i - 1. The
+// instrumentation is printer logic, not a dialect hook: it uses only the dialect's barrier,
+// thread indices and qualifiers.
+std::string print_module(const std::vector<ir::DeviceProgram>& programs, const Dialect& d, bool race_check = false,
+                         std::vector<std::string>* checked_buffers = nullptr);
 
 }  // namespace kiln::codegen::source
