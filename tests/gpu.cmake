@@ -7,7 +7,9 @@
 #    NVRTC (ptxas checks every kernel's resources); registered when kiln was built with NVRTC.
 #  - cuda.run_without_driver: a CUDA module run here fails with its message; registered when
 #    this machine has no libcuda.so.1.
-# PoCL caches built kernels in the build folder (a cold build costs 1-3 s per program).
+# PoCL caches built kernels in the build folder (a cold build costs 1-3 s per program), one
+# folder per test: PoCL 3.1's cache is not safe for processes sharing it (pocl/pocl#1480: an
+# opencl check aborted, twice, in parallel CTest runs sharing one folder).
 set(KILN_POCL_CACHE ${CMAKE_BINARY_DIR}/pocl-cache)
 find_library(KILN_OPENCL_ICD NAMES OpenCL libOpenCL.so.1)
 if(KILN_OPENCL_ICD)
@@ -16,7 +18,7 @@ if(KILN_OPENCL_ICD)
     list(GET parts 0 name)
     list(GET parts 1 dir)
     add_test(NAME check.${name}.opencl COMMAND kiln_cli check ${dir} --target opencl)
-    set_tests_properties(check.${name}.opencl PROPERTIES ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}")
+    set_tests_properties(check.${name}.opencl PROPERTIES ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}/${name}")
   endforeach()
   kiln_cli_test(cli.save_device_code 0 "wrote 8 files of device code into" compile
                 ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.opencl.so --target opencl

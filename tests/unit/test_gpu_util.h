@@ -2,7 +2,11 @@
 // numerical check of GPU schedules on machines without a GPU.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,10 +18,17 @@
 
 namespace kiln::test {
 
-// The OpenCL device, opened once; null (and `why` set) when this machine has none.
+// The OpenCL device, opened once; null (and `why` set) when this machine has none. PoCL's
+// kernel cache ($POCL_CACHE_DIR) is not safe for processes sharing it (pocl/pocl#1480), and
+// CTest runs test cases as concurrent processes: each test case gets a folder of its own.
 inline runtime::DeviceAPI* opencl_device(std::string* why) {
   static std::string error;
   static std::unique_ptr<runtime::DeviceAPI> dev = [] {
+    if (const char* base = std::getenv("POCL_CACHE_DIR"); base && *base) {
+      std::string dir = std::string(base) + "/";
+      for (char c : Catch::getResultCapture().getCurrentTestName()) dir += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      setenv("POCL_CACHE_DIR", dir.c_str(), 1);
+    }
     try {
       return runtime::open_device(runtime::DeviceKind::kOpenCL);
     } catch (const Error& e) {
