@@ -26,6 +26,8 @@ if(KILN_OPENCL_ICD)
 else()
   message(STATUS "kiln: no OpenCL ICD loader: the check.*.opencl tests are not registered")
 endif()
+kiln_cli_test(cli.tune_gpu_target 3 "tuning for the opencl target is not implemented yet" tune
+              ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx --log ${KILN_CLI_OUT}/gpu_tune.json --trials 1 --target opencl)
 kiln_cli_test(cli.save_device_code_cpu 1 "--save-device-code needs a cuda or opencl target" compile
               ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.so --save-device-code
               ${KILN_CLI_OUT}/nowhere)
