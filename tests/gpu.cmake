@@ -51,3 +51,21 @@ else()
   kiln_cli_test(cli.cuda_without_nvrtc 1 "this kiln was built without it" compile
                 ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.cuda.so --target cuda)
 endif()
+
+# 16-bit floats on the GPU targets (stored as bits, computed in float, rounded per operation):
+# every float16 / bfloat16 case of the ONNX node suite, on PoCL, must pass as on the CPU.
+set(KILN_NODE_SUITE ${CMAKE_SOURCE_DIR}/../shared/onnx/node)
+if(KILN_OPENCL_ICD AND EXISTS ${KILN_NODE_SUITE})
+  file(GLOB kiln_f16_cases LIST_DIRECTORIES true ${KILN_NODE_SUITE}/*float16* ${KILN_NODE_SUITE}/*FLOAT16*
+       ${KILN_NODE_SUITE}/*fp16*)
+  set(kiln_f16_root ${CMAKE_CURRENT_BINARY_DIR}/node_float16)
+  file(REMOVE_RECURSE ${kiln_f16_root})
+  file(MAKE_DIRECTORY ${kiln_f16_root})
+  foreach(c ${kiln_f16_cases})
+    get_filename_component(n ${c} NAME)
+    file(CREATE_LINK ${c} ${kiln_f16_root}/${n} SYMBOLIC)
+  endforeach()
+  add_test(NAME conformance.node_float16.opencl COMMAND kiln_cli conformance ${kiln_f16_root} --target opencl -j 2)
+  set_tests_properties(conformance.node_float16.opencl PROPERTIES ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}/node_float16"
+                       FAIL_REGULAR_EXPRESSION "[1-9][0-9]* failed" PASS_REGULAR_EXPRESSION " 0 failed")
+endif()

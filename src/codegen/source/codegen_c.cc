@@ -114,14 +114,26 @@ class KernelPrinter {
   void check_type(DataType t, const std::string& what) {
     KILN_USER_CHECK(t.is_scalar()) << "kernel '" << f_.name << "': " << what << " has vector type " << t.str()
                                    << " (GPU kernels are printed from scalar IR)";
-    KILN_SUPPORTED(!(t.bits == 16 && t.is_floating()))
-        << "kernel '" << f_.name << "': " << what << " has type " << t.str()
-        << ", which kiln's GPU code generation does not support yet";
+    if (t.is_floating() && t.bits == 16) uses_float16_ = true;
   }
 
+  // The C type of a value: 16-bit floats are computed in float (stored as bits, bits16()).
   std::string type(DataType t) {
     check_type(t, "a value");
+    if (t.is_floating() && t.bits == 16) return "float";
     return t.is_bool() ? "bool" : d_.type_name(t);
+  }
+
+  static bool bits16(DataType t) { return t.is_floating() && t.bits == 16; }
+  // A float holding a 16-bit float's value, rounded to it (after arithmetic in float).
+  static std::string round16(DataType t, const std::string& v) {
+    return (t.is_bfloat() ? "kiln_round_bf16(" : "kiln_round_f16(") + v + ")";
+  }
+  static std::string from_bits16(DataType t, const std::string& v) {
+    return (t.is_bfloat() ? "kiln_bf16_to_f32(" : "kiln_f16_to_f32(") + v + ")";
+  }
+  static std::string to_bits16(DataType t, const std::string& v) {
+    return (t.is_bfloat() ? "kiln_f32_to_bf16(" : "kiln_f32_to_f16(") + v + ")";
   }
 
   void line(const std::string& s) {
@@ -193,7 +205,17 @@ class KernelPrinter {
     return "kiln_" + key;
   }
 
+  // An expression's C text; a 16-bit float result of arithmetic, a conversion or a call is
+  // rounded to its type (computed in float: IEEE float16 arithmetic rounds each operation).
   std::string expr(const ir::Expr& e) {
+    std::string s = expr_unrounded(e);
+    if (!bits16(e.dtype())) return s;
+    const ExprKind k = e.kind();
+    const bool computed = ir::is_arith(k) && k != ExprKind::Min && k != ExprKind::Max;
+    return computed || k == ExprKind::Cast || k == ExprKind::Call || k == ExprKind::FloatImm ? round16(e.dtype(), s) : s;
+  }
+
+  std::string expr_unrounded(const ir::Expr& e) {
     switch (e.kind()) {
       case ExprKind::IntImm: return literal_int(e.dtype(), e.as<ir::IntImmNode>()->value);
       case ExprKind::FloatImm: return literal_float(e.dtype(), e.as<ir::FloatImmNode>()->value);
@@ -222,6 +244,7 @@ class KernelPrinter {
         const Shadow* sh = shadow(l->buffer);
         std::string access = sh ? helper("rcload", l->buffer->dtype) + "(" + buf + ", " + race_args(*sh, index) + ")"
                                 : buf + "[" + index + "]";
+        if (bits16(l->buffer->dtype)) return from_bits16(l->buffer->dtype, access);
         return l->buffer->dtype.is_bool() ? "(" + access + " != 0)" : access;
       }
       case ExprKind::Ramp:
@@ -342,6 +365,7 @@ class KernelPrinter {
         std::string idx = use(st->indices[0]);
         std::string v = use(st->value);
         if (st->buffer->dtype.is_bool()) v = "(" + d_.type_name(st->buffer->dtype) + ")(" + v + ")";
+        if (bits16(st->buffer->dtype)) v = to_bits16(st->buffer->dtype, v);
         const std::string buf = name_of(st->buffer->data);
         if (const Shadow* sh = shadow(st->buffer))
           line(helper("rcstore", st->buffer->dtype) + "(" + buf + ", " + race_args(*sh, idx) + ", " + v + ");");
@@ -428,6 +452,7 @@ class KernelPrinter {
 
  public:
   std::set<std::string> helpers_;
+  bool uses_float16_ = false;  // the module needs float16_helpers()
 
  private:
   const Dialect& d_;
@@ -455,14 +480,17 @@ std::string print_module(const std::vector<ir::DeviceProgram>& programs, const D
   std::string kernels;
   std::set<std::string> helpers;
   std::vector<std::string> checked;
+  bool float16 = false;
   for (const ir::DeviceProgram& p : programs)
     for (size_t k = 0; k < p.kernels.size(); ++k) {
       KernelPrinter printer(d, p.kernels[k], p.launches[k], race_check, checked);
       kernels += printer.print() + "\n";
       helpers.insert(printer.helpers_.begin(), printer.helpers_.end());
+      float16 = float16 || printer.uses_float16_;
     }
   if (checked_buffers) *checked_buffers = checked;
-  return d.preamble() + (checked.empty() ? "" : kRaceCheckFunctions) + print_helpers(helpers, d) + "\n" + kernels;
+  return d.preamble() + (float16 ? float16_helpers(d) : "") + (checked.empty() ? "" : kRaceCheckFunctions) +
+         print_helpers(helpers, d) + "\n" + kernels;
 }
 
 }  // namespace kiln::codegen::source

@@ -57,7 +57,9 @@ std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
     size_t us = key.find('_');
     std::string op = key.substr(0, us);
     DataType t = DataType::parse(key.substr(us + 1));
-    std::string ty = d.type_name(t), fn = "kiln_" + key;
+    // Values of 16-bit floats are floats; the race check's accessors take the stored bits.
+    const bool stored = op == "rcload" || op == "rcstore";
+    std::string ty = t.is_floating() && t.bits == 16 && !stored ? "float" : d.type_name(t), fn = "kiln_" + key;
     std::string prefix = d.language() == Language::kCUDA ? "static __device__ __forceinline__ " : "static inline ";
     if (op == "floordiv")
       out += fmt::format("{}{} {}({} a, {} b) {{ {} q = a / b; return q - (((a % b) != 0) && (((a % b) ^ b) < 0)); }}\n",
@@ -81,6 +83,49 @@ std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
                          prefix, fn, ty, ty);
   }
   return out;
+}
+
+std::string float16_helpers(const Dialect& d) {
+  const bool cuda = d.language() == Language::kCUDA;
+  const std::string pre = cuda ? "static __device__ __forceinline__ " : "static inline ";
+  const std::string u16 = cuda ? "unsigned short" : "ushort", u32 = cuda ? "unsigned int" : "uint";
+  const std::string as_uint = cuda ? "__float_as_uint" : "as_uint", as_float = cuda ? "__uint_as_float" : "as_float";
+  // Round to nearest even, as LLVM's conversions on the CPU path: subnormals, overflow to
+  // infinity (from 65520 up) and NaN kept quiet.
+  std::string t = fmt::format(R"(// 16-bit floats are stored as their bits and computed in float, rounded after each operation.
+{0}float kiln_f16_to_f32({1} h) {{
+  {2} sign = ({2})(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0x1f) return {4}(sign | 0x7f800000 | (m << 13));
+  if (e == 0) return {4}(sign | {3}((float)m * 5.9604644775390625e-8f));
+  return {4}(sign | ((e + 112) << 23) | (m << 13));
+}}
+{0}{1} kiln_f32_to_f16(float f) {{
+  {2} x = {3}(f), sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+  if (a > 0x7f800000) return ({1})(sign | 0x7e00);
+  if (a >= 0x477ff000) return ({1})(sign | 0x7c00);
+  if (a < 0x33000000) return ({1})sign;
+  {2} kq, krest, ktie;
+  if (a < 0x38800000) {{
+    {2} shift = 126 - (a >> 23), m = (a & 0x7fffff) | 0x800000;
+    kq = m >> shift; krest = m & ((1u << shift) - 1); ktie = 1u << (shift - 1);
+  }} else {{
+    {2} b = a - 0x38000000;
+    kq = b >> 13; krest = b & 0x1fff; ktie = 0x1000;
+  }}
+  if (krest > ktie || (krest == ktie && (kq & 1))) ++kq;
+  return ({1})(sign | kq);
+}}
+{0}float kiln_bf16_to_f32({1} h) {{ return {4}((({2})h) << 16); }}
+{0}{1} kiln_f32_to_bf16(float f) {{
+  {2} x = {3}(f);
+  if ((x & 0x7fffffff) > 0x7f800000) return ({1})((x >> 16) | 0x40);
+  return ({1})((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}}
+{0}float kiln_round_f16(float f) {{ return kiln_f16_to_f32(kiln_f32_to_f16(f)); }}
+{0}float kiln_round_bf16(float f) {{ return kiln_bf16_to_f32(kiln_f32_to_bf16(f)); }}
+)",
+                                pre, u16, u32, as_uint, as_float);
+  return t;
 }
 
 }  // namespace kiln::codegen::source

@@ -17,6 +17,11 @@ bool reserved_name(const std::string& name);
 // max_float32, rcload_float32, ...): each operand evaluated once.
 std::string print_helpers(const std::set<std::string>& keys, const Dialect& d);
 
+// Conversions between float and the bits of float16 / bfloat16 (kiln_f16_to_f32,
+// kiln_f32_to_f16, kiln_bf16_to_f32, kiln_f32_to_bf16, kiln_round_f16, kiln_round_bf16), in
+// integer arithmetic: no CUDA header or OpenCL extension needed (PoCL has no cl_khr_fp16).
+std::string float16_helpers(const Dialect& d);
+
 // The race-checking build's functions shared by every kernel of a module.
 extern const char* const kRaceCheckFunctions;
 

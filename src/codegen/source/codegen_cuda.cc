@@ -24,6 +24,7 @@ class CudaDialect : public Dialect {
   std::string barrier() const override { return "__syncthreads();"; }
   std::string type_name(ir::DataType t) const override {
     if (t.is_bool()) return "unsigned char";
+    if (t.is_floating() && t.bits == 16) return "unsigned short";  // float16 / bfloat16 stored as bits
     if (t.is_float() && t.bits == 32) return "float";
     if (t.is_float() && t.bits == 64) return "double";
     if (t.is_integer()) {

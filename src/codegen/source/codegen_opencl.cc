@@ -30,6 +30,7 @@ class OpenCLDialect : public Dialect {
   std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE);"; }
   std::string type_name(ir::DataType t) const override {
     if (t.is_bool()) return "uchar";
+    if (t.is_floating() && t.bits == 16) return "ushort";  // float16 / bfloat16 stored as bits
     if (t.is_float() && t.bits == 32) return "float";
     if (t.is_float() && t.bits == 64) return "double";
     if (t.is_integer()) {
