@@ -147,16 +147,16 @@ void check_dense_on_opencl(runtime::DeviceAPI& dev, int64_t m, int64_t n, int64_
 TEST_CASE("opencl: the matmul template over the corners of its knob space", "[gpu][opencl]") {
   REQUIRE_OPENCL(dev);
   // Candidate indices: threads_m/threads_n {1,2,4,8,16,32}, rows/cols_per_thread {1,2,4,8},
-  // tile_k {4,8,16,32}.
+  // tile_k {1,2,4,8,16,32}.
   using C = std::map<std::string, size_t>;
   // Defaults (16 x 16 threads, 4 x 4 per thread, K slices of 16) on sizes no tile divides.
   check_dense_on_opencl(*dev, 70, 90, 45, C{}, true);
   check_dense_on_opencl(*dev, 70, 90, 45, C{{"threads_m", 0}, {"threads_n", 5}, {"rows_per_thread", 3},
-                                              {"cols_per_thread", 0}, {"tile_k", 0}}, false);
+                                              {"cols_per_thread", 0}, {"tile_k", 2}}, false);
   check_dense_on_opencl(*dev, 33, 65, 17, C{{"threads_m", 5}, {"threads_n", 0}, {"rows_per_thread", 0},
-                                              {"cols_per_thread", 3}, {"tile_k", 3}}, true);
+                                              {"cols_per_thread", 3}, {"tile_k", 5}}, true);
   check_dense_on_opencl(*dev, 64, 64, 64, C{{"threads_m", 3}, {"threads_n", 3}, {"rows_per_thread", 1},
-                                              {"cols_per_thread", 1}, {"tile_k", 1}}, false);
+                                              {"cols_per_thread", 1}, {"tile_k", 3}}, false);
   // A classifier's single row (tiny_cnn's: 10 classes from 32 features).
   check_dense_on_opencl(*dev, 1, 100, 64, C{}, true);
   check_dense_on_opencl(*dev, 1, 10, 32, C{}, true);
@@ -202,7 +202,7 @@ TEST_CASE("cuda: the matmul template's corners compile for sm_80 and sm_90 withi
   for (size_t big : {0, 1}) {
     std::map<std::string, size_t> c = {{"threads_m", big ? 5u : 4u}, {"threads_n", big ? 5u : 4u},
                                        {"rows_per_thread", big ? 3u : 2u}, {"cols_per_thread", big ? 3u : 2u},
-                                       {"tile_k", big ? 3u : 2u}};
+                                       {"tile_k", big ? 5u : 4u}};
     schedule::Config cfg = schedule::Config::with_choices(c);
     if (big) {
       CHECK_THROWS_WITH(schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg),
@@ -223,7 +223,7 @@ TEST_CASE("opencl: convolutions as implicit GEMM in shared-memory tiles, strided
     std::map<std::string, size_t> knobs;
   };
   const Case cases[] = {{3, 17, 19, 20, 3, 1, 1, 1, {}},
-                        {16, 15, 15, 33, 3, 2, 1, 1, {{"threads_m", 2}, {"cols_per_thread", 2}, {"tile_k", 0}}},
+                        {16, 15, 15, 33, 3, 2, 1, 1, {{"threads_m", 2}, {"cols_per_thread", 2}, {"tile_k", 2}}},
                         {8, 12, 12, 12, 3, 1, 2, 2, {{"rows_per_thread", 0}, {"threads_n", 0}}},
                         {32, 7, 7, 40, 1, 1, 0, 1, {}}};
   const Target t = Target::parse("opencl");

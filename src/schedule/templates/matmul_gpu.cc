@@ -69,7 +69,7 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const int64_t tx = cfg.define_knob("threads_n", {1, 2, 4, 8, 16, 32}, tx0);
   const int64_t tm = cfg.define_knob("rows_per_thread", {1, 2, 4, 8}, tm0);
   const int64_t tn = cfg.define_knob("cols_per_thread", {1, 2, 4, 8}, tn0);
-  const int64_t bk = cfg.define_knob("tile_k", {4, 8, 16, 32}, std::min<int64_t>(16, pow2_at_least(k, 16)));
+  const int64_t bk = cfg.define_knob("tile_k", {1, 2, 4, 8, 16, 32}, std::min<int64_t>(16, pow2_at_least(k, 16)));
   const int64_t shared = (ty * tm + tx * tn) * bk * anchor.dtype().bytes();
   KILN_USER_CHECK(ty * tx <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
       << "matmul_gpu: a " << ty << " x " << tx << " block staging " << shared << " bytes exceeds the target's "
