@@ -2,7 +2,8 @@
 
 Each figure is measured as kiln-runner measures a run: the input copied from host memory,
 the model, the output copied back, synchronized; 3 warm-ups, median of REPEAT. The models are
-the shared models' architectures with random weights (torchvision; bert_mini as a transformers
+the shared models' architectures with random weights (torchvision, resnet18_b32 at batch 32;
+bert_mini as a transformers
 BERT of its shape: 4 layers, hidden 256, 4 heads, FFN 1024, sequence 128). SGEMM also in
 device time only (CUDA events, operands on the GPU).
 
@@ -39,6 +40,7 @@ def models():
     yield "mobilenet_v2", torchvision.models.mobilenet_v2(), torch.randn(1, 3, 224, 224)
     yield "squeezenet1_1", torchvision.models.squeezenet1_1(), torch.randn(1, 3, 224, 224)
     yield "resnet18", torchvision.models.resnet18(), torch.randn(1, 3, 224, 224)
+    yield "resnet18_b32", torchvision.models.resnet18(), torch.randn(32, 3, 224, 224)
     from transformers import BertConfig, BertModel
     cfg = BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
     bert = BertModel(cfg).cuda().eval()
