@@ -23,6 +23,13 @@ if(KILN_OPENCL_ICD)
   kiln_cli_test(cli.save_device_code 0 "wrote 8 files of device code into" compile
                 ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.opencl.so --target opencl
                 --save-device-code ${KILN_CLI_OUT}/tiny_cnn_opencl_code)
+  set_tests_properties(cli.save_device_code PROPERTIES FIXTURES_SETUP kiln_opencl_module)
+  # A runtime without its device layer refuses a device module by name.
+  kiln_cli_test(cli.run_without_device_library 1 "it runs on OpenCL: the runtime's device layer libkiln_device.so was not found"
+                run ${KILN_CLI_OUT}/tiny_cnn.opencl.so --input input=${CMAKE_SOURCE_DIR}/examples/tiny_cnn/test_data_set_0/input_0.pb
+                --output-dir ${KILN_CLI_OUT})
+  set_tests_properties(cli.run_without_device_library PROPERTIES FIXTURES_REQUIRED kiln_opencl_module
+                       ENVIRONMENT "KILN_DEVICE_LIBRARY=${KILN_CLI_OUT}/no_such_libkiln_device.so")
 else()
   message(STATUS "kiln: no OpenCL ICD loader: the check.*.opencl tests are not registered")
 endif()
