@@ -174,4 +174,75 @@ te::Tensor Schedule::cache_write(const te::Tensor& t, const std::string& scope) 
   return cache_op.output(t.value_index());
 }
 
+te::Tensor Schedule::rfactor(const te::Tensor& t, int64_t factor) {
+  Stage s = (*this)[t];
+  auto* c = s->op.as<te::ComputeOpNode>();
+  KILN_USER_CHECK(c && c->is_reduction()) << "rfactor: '" << t.name() << "' is not a reduction";
+  KILN_USER_CHECK(s->attach != AttachKind::Inline) << "rfactor: stage '" << s.name() << "' is inlined";
+  KILN_USER_CHECK(factor >= 2) << "rfactor: the factor must be at least 2, got " << factor;
+  KILN_USER_CHECK(s->relations.empty()) << "rfactor: stage '" << s.name()
+                                        << "' must be factored before it is split, fused or reordered";
+  const auto* r0 = c->body[0].as<ir::ReduceNode>();
+  int64_t total = 1;
+  for (const ir::IterVar& iv : c->reduce_axis) total *= *ir::as_const_int(iv->dom.extent);
+  const int64_t inner = (total + factor - 1) / factor;
+  ir::IterVar kk = ir::IterVar::make(ir::Var("k.rf"), ir::Range(ir::Expr(0), ir::Expr(static_cast<int>(inner))),
+                                     ir::IterKind::Reduce);
+  std::vector<int64_t> shape = c->shape;
+  shape.push_back(factor);
+  std::vector<std::string> names;
+  for (const ir::IterVar& iv : c->axis) names.push_back(iv->var.name());
+  names.push_back("rf");
+  te::Operation rf = te::make_compute(
+      shape,
+      [&](const std::vector<ir::Var>& v) {
+        ir::VarMap<ir::Expr> vmap;
+        for (size_t d = 0; d < c->axis.size(); ++d) vmap[c->axis[d]->var.get()] = v[d];
+        // The flattened reduce index, and the original reduce axes recovered from it.
+        ir::Expr flat = kk->var * ir::Expr(static_cast<int>(factor)) + v.back();
+        int64_t stride = total;
+        for (const ir::IterVar& iv : c->reduce_axis) {
+          const int64_t ext = *ir::as_const_int(iv->dom.extent);
+          stride /= ext;
+          ir::Expr idx = ir::floormod(ir::floordiv(flat, ir::Expr(static_cast<int>(stride))), ir::Expr(static_cast<int>(ext)));
+          vmap[iv->var.get()] = iv->dom.min + idx;
+        }
+        std::vector<ir::Expr> sources;
+        for (const ir::Expr& src : r0->source) sources.push_back(ir::substitute(src, vmap));
+        ir::Expr cond = r0->condition.defined() ? ir::substitute(r0->condition, vmap) : ir::Expr();
+        if (inner * factor != total) {
+          ir::Expr inside = flat < ir::Expr(static_cast<int>(total));
+          cond = cond.defined() ? ir::logical_and(inside, cond) : inside;
+        }
+        std::vector<ir::Expr> out;
+        for (size_t i = 0; i < c->body.size(); ++i)
+          out.push_back(ir::make_reduce(r0->combiner, sources, {kk}, cond, static_cast<int>(i)));
+        return out;
+      },
+      c->name + ".rf", names);
+  // The stage itself combines the partials over j.
+  ir::IterVar j = ir::IterVar::make(ir::Var("j.rf"), ir::Range(ir::Expr(0), ir::Expr(static_cast<int>(factor))),
+                                    ir::IterKind::Reduce);
+  std::vector<ir::Expr> idx;
+  for (const ir::IterVar& iv : c->axis) idx.push_back(iv->var);
+  idx.push_back(j->var);
+  std::vector<ir::Expr> partials;
+  for (int i = 0; i < rf.num_outputs(); ++i) partials.push_back(rf.output(i)(idx));
+  std::vector<ir::Expr> bodies;
+  for (size_t i = 0; i < c->body.size(); ++i)
+    bodies.push_back(ir::make_reduce(r0->combiner, partials, {j}, ir::Expr(), static_cast<int>(i)));
+  te::Operation op(std::make_shared<te::ComputeOpNode>(c->name, c->shape, c->dtypes, c->axis,
+                                                       std::vector<ir::IterVar>{j}, bodies));
+  s->op = op;
+  s->all_iter_vars = c->axis;
+  s->all_iter_vars.push_back(j);
+  s->leaf_iter_vars = s->all_iter_vars;
+  register_op(*node_, op, s);
+  Stage rs = new_stage(rf, node_, "global");
+  int pos = position_of(*node_, s.get());
+  node_->stages.insert(node_->stages.begin() + pos, rs);
+  register_op(*node_, rf, rs);
+  return rf.output(t.value_index());
+}
+
 }  // namespace kiln::schedule

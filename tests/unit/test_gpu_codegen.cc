@@ -93,8 +93,11 @@ TEST_CASE("generic gpu schedule binds blocks and threads, one kernel per kept st
   const ir::DeviceProgram& q = sm.programs[0];
   CHECK(q.kernels.size() >= 3);
   CHECK(q.workspace.size() + 1 == q.kernels.size());
-  // A 4-row reduction: one block of 4 threads (blocks are whole warps, and OpenCL's warp is 1).
-  CHECK(q.launches[0].block[0] == 4);
+  // The max over 1000 columns is a cross-thread reduction: a block of 256 threads per row, their
+  // partials in shared memory.
+  CHECK(q.launches[0].grid[0] == 4);
+  CHECK(q.launches[0].block[0] == 256);
+  CHECK_THAT(sm.source, Contains("__local float softmax_max_rf[256];"));
 }
 
 TEST_CASE("cuda text of the same schedule", "[gpu]") {

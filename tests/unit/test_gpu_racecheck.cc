@@ -15,6 +15,7 @@
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/matmul_gpu.h"
 #include "kiln/te/ops/nn_dense.h"
+#include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/operation.h"
 #include "test_gpu_util.h"
 
@@ -204,4 +205,44 @@ TEST_CASE("race check: refused for cuda targets", "[gpu]") {
   opt.compile = false;
   CHECK_THROWS_WITH(codegen::build_gpu({codegen::lower_to_ir(s, {a, out}, "f")}, t, opt),
                     Catch::Contains("race_check instruments OpenCL kernels only"));
+}
+
+TEST_CASE("race check: the cross-thread reduction of softmax is race-free, and racy without its barrier", "[gpu][opencl]") {
+  REQUIRE_OPENCL(dev);
+  const int64_t rows = 3, cols = 700;
+  for (int drop : {-1, 0}) {  // keep every barrier; drop the one before the partials are combined
+    te::Tensor x = te::placeholder({rows, cols}, ir::DataType::f32(), "X");
+    te::Tensor y = te::ops::softmax(x, 1);
+    schedule::Schedule s = schedule::create({y});
+    schedule::Config cfg;
+    const Target t = Target::parse("opencl");
+    schedule::schedule_generic_gpu(s, {y}, t, cfg);
+    codegen::GpuBuildOptions opt;
+    opt.race_check = true;
+    if (drop >= 0) opt.after_sync = [drop](const ir::PrimFunc& k) {
+      ir::PrimFunc out = k;
+      out.body = DropBarrier(drop).mutate_stmt(k.body);
+      return out;
+    };
+    codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, y}, "softmax")}, t, opt);
+    auto xv = random_floats(rows * cols, 41);
+    std::vector<NDArray> args = {NDArray::from_vector<float>({rows, cols}, runtime::dtype_f32(), xv),
+                                 NDArray::zeros({rows, cols}, runtime::dtype_f32())};
+    test::RaceReport races;
+    test::run_on_device(*dev, m, args, 0, &races);
+    INFO((drop < 0 ? "every barrier: " : "without the barrier: ") << races.count << " races, first " << races.first);
+    if (drop < 0) {
+      CHECK(races.count == 0);
+      const float* out = args[1].data<float>();
+      for (int64_t i = 0; i < rows; ++i) {
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < cols; ++j) mx = std::max<double>(mx, xv[i * cols + j]);
+        for (int64_t j = 0; j < cols; ++j) sum += std::exp(xv[i * cols + j] - mx);
+        for (int64_t j = 0; j < cols; ++j)
+          REQUIRE(std::abs(out[i * cols + j] - std::exp(xv[i * cols + j] - mx) / sum) <= 1e-6);
+      }
+    } else {
+      CHECK(races.count > 0);
+    }
+  }
 }

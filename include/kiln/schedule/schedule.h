@@ -161,6 +161,13 @@ class Schedule {
   // A stage "<T>.<scope>" that computes t (its reduction moves there) into storage of `scope`;
   // t's own stage becomes a copy of it. Must come before t's stage is split/fused/reordered.
   te::Tensor cache_write(const te::Tensor& t, const std::string& scope);
+  // Splits the reduction of t (over all its reduce axes, taken as one flattened index k) into
+  // `factor` partial reductions: returns the stage "<T>.rf" of shape t.shape + [factor] whose
+  // element [..., j] reduces the points with k % factor == j (TVM's rfactor over a split of the
+  // flattened axis); t's stage now reduces those partials over its one new reduce axis. A GPU
+  // schedule binds j to threads: a cross-thread reduction in two stages. Must come before t's
+  // stage is split, fused or reordered.
+  te::Tensor rfactor(const te::Tensor& t, int64_t factor);
 
  private:
   std::shared_ptr<ScheduleNode> node_;

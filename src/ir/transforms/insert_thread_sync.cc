@@ -16,6 +16,7 @@
 // threads take (a condition on a thread index, or a thread loop narrower than the launch,
 // which code generation guards) would deadlock or be undefined, so it is an error naming the
 // buffer.
+#include <map>
 #include <set>
 
 #include "kiln/ir/functor.h"
@@ -27,24 +28,38 @@ namespace {
 
 using BufferSet = std::set<const VarNode*>;
 
+// The shared buffers a statement reads and writes, and for each buffer the thread index every
+// one of its accesses uses as the whole index (null: some access indexes otherwise): a buffer
+// each thread reads and writes only at its own thread index (a cross-thread reduction's
+// partials, accumulated in place) is private to the thread until someone reads it otherwise.
 struct Access {
   BufferSet reads, writes;
+  std::map<const VarNode*, const VarNode*> own_index;
   void add(const Access& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
+    for (const auto& [b, v] : o.own_index) note(b, v);
+  }
+  void note(const VarNode* buffer, const VarNode* index) {
+    auto [it, fresh] = own_index.emplace(buffer, index);
+    if (!fresh && it->second != index) it->second = nullptr;
   }
   bool empty() const { return reads.empty() && writes.empty(); }
 };
 
-bool intersects(const BufferSet& a, const BufferSet& b) {
-  for (const VarNode* v : a)
-    if (b.count(v)) return true;
+bool intersects(const BufferSet& a, const BufferSet& b, const Access& ea, const Access& eb) {
+  for (const VarNode* v : a) {
+    if (!b.count(v)) continue;
+    const VarNode* ia = ea.own_index.at(v);
+    if (ia == nullptr || ia != eb.own_index.at(v)) return true;
+  }
   return false;
 }
 
-// Whether `later` must wait for `earlier`: a read after a write, or a write after a read.
+// Whether `later` must wait for `earlier`: a read after a write, or a write after a read, of
+// one shared buffer, unless both index it only by the same thread index.
 bool conflict(const Access& earlier, const Access& later) {
-  return intersects(earlier.writes, later.reads) || intersects(earlier.reads, later.writes);
+  return intersects(earlier.writes, later.reads, earlier, later) || intersects(earlier.reads, later.writes, earlier, later);
 }
 
 bool is_barrier(const Stmt& s) {
@@ -53,19 +68,31 @@ bool is_barrier(const Stmt& s) {
   return c && c->name == "kiln_barrier";
 }
 
-// The shared-memory accesses of a statement.
-Access accesses(const Stmt& s) {
+// The shared-memory accesses of a statement; `thread_vars`: the vars of threadIdx loops.
+Access accesses(const Stmt& s, const std::set<const VarNode*>& thread_vars) {
   struct Scan : StmtVisitor {
+    const std::set<const VarNode*>& threads;
     Access a;
+    explicit Scan(const std::set<const VarNode*>& t) : threads(t) {}
+    const VarNode* own(const std::vector<Expr>& indices) const {
+      const auto* v = indices.size() == 1 ? indices[0].as<VarNode>() : nullptr;
+      return v && threads.count(v) ? v : nullptr;
+    }
     void visit_buffer_load(const BufferLoadNode* op) override {
-      if (op->buffer->scope == "shared") a.reads.insert(op->buffer->data.get());
+      if (op->buffer->scope == "shared") {
+        a.reads.insert(op->buffer->data.get());
+        a.note(op->buffer->data.get(), own(op->indices));
+      }
       StmtVisitor::visit_buffer_load(op);
     }
     void visit_buffer_store(const BufferStoreNode* op) override {
-      if (op->buffer->scope == "shared") a.writes.insert(op->buffer->data.get());
+      if (op->buffer->scope == "shared") {
+        a.writes.insert(op->buffer->data.get());
+        a.note(op->buffer->data.get(), own(op->indices));
+      }
       StmtVisitor::visit_buffer_store(op);
     }
-  } scan;
+  } scan(thread_vars);
   scan.visit_stmt(s);
   return scan.a;
 }
@@ -91,7 +118,7 @@ class SyncInserter : public StmtMutator {
         out.push_back(s);
         continue;
       }
-      Access a = accesses(s);
+      Access a = accesses(s, thread_vars_);
       if (conflict(pending, a)) {
         out.push_back(barrier(a));
         pending = Access();
@@ -121,7 +148,7 @@ class SyncInserter : public StmtMutator {
           tail = Access();
           continue;
         }
-        Access a = accesses(s);
+        Access a = accesses(s, thread_vars_);
         if (!seen_barrier) head.add(a);
         tail.add(a);
       }

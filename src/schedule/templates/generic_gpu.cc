@@ -57,6 +57,40 @@ Reads reads_of(const Schedule& s, const te::ComputeOpNode& consumer, const te::O
   return result;
 }
 
+// Reductions over this many points or more are computed across the threads of a block.
+constexpr int64_t kCrossThreadExtent = 64;
+
+int64_t reduce_extent(const te::ComputeOpNode& c) {
+  int64_t n = 1;
+  for (const ir::IterVar& iv : c.reduce_axis) n *= ir::as_const_int(iv->dom.extent).value_or(1);
+  return n;
+}
+
+int64_t pow2_at_least(int64_t n, int64_t cap) {
+  int64_t p = 1;
+  while (p < n && p < cap) p *= 2;
+  return p;
+}
+
+// One block per output element: its `threads` threads each reduce every threads-th point into
+// shared memory (Schedule::rfactor), then every thread combines the partials in a register and
+// they all store the same value. Coalesced: neighbouring threads read neighbouring points.
+void cross_thread_reduction(Schedule& s, const Stage& st, int64_t threads) {
+  te::Tensor t = st->origin_op.output(0);
+  te::Tensor partial = s.rfactor(t, threads);
+  te::Tensor local = s.cache_write(t, "local");
+  Stage out = s[t];
+  std::vector<ir::IterVar> axes = out.op_axis();
+  ir::IterVar f = axes[0];
+  for (size_t i = 1; i < axes.size(); ++i) f = out.fuse(f, axes[i]);
+  out.bind(f, "blockIdx.x");
+  s[local].compute_at(out, f);
+  Stage p = s[partial];
+  p.set_scope("shared");
+  p.compute_at(out, f);
+  p.bind(p.op_axis().back(), "threadIdx.x");
+}
+
 }  // namespace
 
 void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg) {
@@ -76,6 +110,7 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
   for (const Stage& st : stages) {
     const auto* c = st->op.as<te::ComputeOpNode>();
     if (!c || !c->is_reduction() || st->is_output || st->attach != AttachKind::Root) continue;
+    if (reduce_extent(*c) >= kCrossThreadExtent) continue;  // a kernel of its own, across threads
     std::vector<Stage> readers;
     bool elementwise = true;
     for (const Stage& r : stages) {
@@ -97,6 +132,10 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
   for (const Stage& st : all) {
     const auto* c = st->op.as<te::ComputeOpNode>();
     if (!c || st->attach != AttachKind::Root || !st->relations.empty()) continue;
+    if (c->is_reduction() && reduce_extent(*c) >= kCrossThreadExtent && !c->axis.empty()) {
+      cross_thread_reduction(s, st, std::min(threads, pow2_at_least(reduce_extent(*c), threads)));
+      continue;
+    }
     if (c->is_reduction()) {
       te::Tensor local = s.cache_write(st->origin_op.output(0), "local");
       bind_elementwise_gpu(st, threads, target);
