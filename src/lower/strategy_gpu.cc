@@ -20,13 +20,16 @@ void add_gpu_strategies(StrategyTable* table) {
     schedule::schedule_generic_gpu(s, outs, t, cfg);
     return s;
   };
-  // Products: shared-memory tiles (matmul_gpu.h) where the anchor is a product of matrices,
-  // else the generic schedule (a matrix-vector product).
+  // Products: shared-memory tiles (matmul_gpu.h) where the anchor is a product of matrices
+  // with more than one row, else the generic schedule (matrix-vector products).
   Strategy product;
   product.template_name = "gpu_matmul";
   product.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
                         schedule::Config& cfg) {
-    if (schedule::matmul_gpu_applies(anchor))
+    // A matrix-vector product (one row: a classifier at batch 1) has nothing to tile: the
+    // generic schedule reduces each output across a block's threads instead.
+    const bool one_row = anchor.ndim() >= 2 && anchor.shape()[anchor.ndim() - 2] == 1;
+    if (schedule::matmul_gpu_applies(anchor) && !one_row)
       return schedule::schedule_anchor_gpu(outs, anchor, schedule::schedule_matmul_gpu, t, cfg);
     schedule::Schedule s = schedule::create(outs);
     schedule::schedule_generic_gpu(s, outs, t, cfg);
