@@ -18,8 +18,7 @@ void add_device_launches(runtime::GraphPlan* plan, const std::vector<ir::DeviceP
     for (const ir::Buffer& w : p.workspace) {
       runtime::GraphEntry e;
       e.dtype = to_dlpack(w->dtype);
-      int64_t numel = 1;
-      for (const ir::Expr& d : w->shape) numel *= ir::as_const_int(d).value_or(0);
+      const int64_t numel = w.num_elements();
       e.shape = {numel};
       e.storage = static_cast<int>(plan->storage_bytes.size());
       plan->storage_bytes.push_back(numel * w->dtype.bytes());

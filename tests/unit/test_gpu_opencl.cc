@@ -14,6 +14,7 @@
 #include "kiln/te/ops/nn_dense.h"
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/operation.h"
+#include "kiln/testing/reference.h"
 #include "test_gpu_util.h"
 
 using namespace kiln;
@@ -21,13 +22,6 @@ using runtime::NDArray;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -4.f, float hi = 4.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // The generic GPU schedule of `outs` over `args`, built for `target`.
 codegen::GpuModule build_generic(const std::vector<te::Tensor>& args, const std::vector<te::Tensor>& outs,
@@ -38,13 +32,6 @@ codegen::GpuModule build_generic(const std::vector<te::Tensor>& args, const std:
   return codegen::build_gpu({codegen::lower_to_ir(s, args, "f")}, target);
 }
 
-#define REQUIRE_OPENCL(dev)                                  \
-  std::string why_no_opencl;                                 \
-  runtime::DeviceAPI* dev = test::opencl_device(&why_no_opencl); \
-  if (!dev) {                                                \
-    WARN("skipped: no OpenCL device: " << why_no_opencl);    \
-    return;                                                  \
-  }
 
 }  // namespace
 
@@ -58,7 +45,7 @@ TEST_CASE("opencl: generic gpu schedule of a broadcast add and relu", "[gpu][ope
       "out");
   for (size_t threads : {0, 4}) {  // 64 and 1024 threads per block
     codegen::GpuModule m = build_generic({a, b, out}, {out}, Target::parse("opencl"), threads);
-    auto av = random_floats(rows * cols, 1), bv = random_floats(cols, 2);
+    auto av = ref::random_floats(rows * cols, 1, -4.f, 4.f), bv = ref::random_floats(cols, 2, -4.f, 4.f);
     std::vector<NDArray> args = {NDArray::from_vector<float>({rows, cols}, runtime::dtype_f32(), av),
                                  NDArray::from_vector<float>({cols}, runtime::dtype_f32(), bv),
                                  NDArray::zeros({rows, cols}, runtime::dtype_f32())};
@@ -75,20 +62,13 @@ TEST_CASE("opencl: generic gpu schedule of softmax (reductions in workspace kern
   te::Tensor x = te::placeholder({rows, cols}, ir::DataType::f32(), "X");
   te::Tensor y = te::ops::softmax(x, 1);
   codegen::GpuModule m = build_generic({x, y}, {y}, Target::parse("opencl"));
-  auto xv = random_floats(rows * cols, 3, -10.f, 10.f);
+  auto xv = ref::random_floats(rows * cols, 3, -10.f, 10.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({rows, cols}, runtime::dtype_f32(), xv),
                                NDArray::zeros({rows, cols}, runtime::dtype_f32())};
   test::run_on_device(*dev, m, args);
   const float* out = args[1].data<float>();
-  for (int64_t i = 0; i < rows; ++i) {
-    double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < cols; ++j) mx = std::max<double>(mx, xv[i * cols + j]);
-    for (int64_t j = 0; j < cols; ++j) sum += std::exp(xv[i * cols + j] - mx);
-    for (int64_t j = 0; j < cols; ++j) {
-      double want = std::exp(xv[i * cols + j] - mx) / sum;
-      REQUIRE(std::abs(out[i * cols + j] - want) <= 1e-6 + 1e-5 * want);
-    }
-  }
+  const std::vector<float> want = ref::softmax_rows(xv, rows, cols);
+  for (size_t i = 0; i < want.size(); ++i) REQUIRE(std::abs(out[i] - want[i]) <= 1e-6 + 1e-5 * want[i]);
 }
 
 TEST_CASE("cuda: the generic gpu schedules compile through nvrtc for sm_80 and sm_90", "[gpu][nvrtc]") {
@@ -125,7 +105,8 @@ void check_dense_on_opencl(runtime::DeviceAPI& dev, int64_t m, int64_t n, int64_
   const Target t = Target::parse("opencl");
   schedule::Schedule s = schedule::schedule_anchor_gpu({out}, prod, schedule::schedule_matmul_gpu, t, cfg);
   codegen::GpuModule mod = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, bias, out}, "dense")}, t);
-  auto xv = random_floats(m * k, 11), wv = random_floats(n * k, 12), bv = random_floats(n, 13);
+  auto xv = ref::random_floats(m * k, 11, -4.f, 4.f), wv = ref::random_floats(n * k, 12, -4.f, 4.f);
+  auto bv = ref::random_floats(n, 13, -4.f, 4.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
                                NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
                                NDArray::from_vector<float>({n}, runtime::dtype_f32(), bv),
@@ -173,7 +154,7 @@ TEST_CASE("opencl: batch matmul with broadcast batch dims through the matmul tem
   schedule::Schedule s = schedule::schedule_anchor_gpu({c}, c, schedule::schedule_matmul_gpu, t, cfg);
   codegen::GpuModule mod = codegen::build_gpu({codegen::lower_to_ir(s, {a, bb, c}, "bmm")}, t);
   CHECK(mod.programs[0].launches[0].grid[2] == b);
-  auto av = random_floats(b * m * k, 21), bv = random_floats(k * n, 22);
+  auto av = ref::random_floats(b * m * k, 21, -4.f, 4.f), bv = ref::random_floats(k * n, 22, -4.f, 4.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({b, m, k}, runtime::dtype_f32(), av),
                                NDArray::from_vector<float>({k, n}, runtime::dtype_f32(), bv),
                                NDArray::zeros({b, m, n}, runtime::dtype_f32())};
@@ -239,28 +220,28 @@ TEST_CASE("opencl: convolutions as implicit GEMM in shared-memory tiles, strided
     schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_conv_gemm_gpu, t, cfg);
     codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "conv")}, t);
     const int64_t oh = y.shape()[2], ow = y.shape()[3];
-    auto xv = random_floats(c.c * c.h * c.w, 31), wv = random_floats(c.oc * c.c * c.k * c.k, 32);
+    auto xv = ref::random_floats(c.c * c.h * c.w, 31, -4.f, 4.f);
+    auto wv = ref::random_floats(c.oc * c.c * c.k * c.k, 32, -4.f, 4.f);
     std::vector<NDArray> args = {NDArray::from_vector<float>({1, c.c, c.h, c.w}, runtime::dtype_f32(), xv),
                                  NDArray::from_vector<float>({c.oc, c.c, c.k, c.k}, runtime::dtype_f32(), wv),
                                  NDArray::zeros({1, c.oc, oh, ow}, runtime::dtype_f32())};
     test::run_on_device(*dev, m, args);
     const float* out = args[2].data<float>();
-    for (int64_t o = 0; o < c.oc; ++o)
-      for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j) {
-          double acc = 0, mag = 0;
-          for (int64_t ci = 0; ci < c.c; ++ci)
-            for (int64_t ky = 0; ky < c.k; ++ky)
-              for (int64_t kx = 0; kx < c.k; ++kx) {
-                int64_t yy = i * c.stride + ky * c.dilation - c.pad, xx = j * c.stride + kx * c.dilation - c.pad;
-                if (yy < 0 || yy >= c.h || xx < 0 || xx >= c.w) continue;
-                double p = double(xv[(ci * c.h + yy) * c.w + xx]) * wv[((o * c.c + ci) * c.k + ky) * c.k + kx];
-                acc += p;
-                mag += std::abs(p);
-              }
-          INFO("conv c=" << c.c << " oc=" << c.oc << " stride " << c.stride << " pad " << c.pad << " dilation "
-                         << c.dilation << " " << cfg.str() << " at (" << o << ", " << i << ", " << j << ")");
-          REQUIRE(std::abs(out[(o * oh + i) * ow + j] - acc) <= 1e-5 * (1 + mag));
-        }
+    // The tolerance scales with the sum of the products' magnitudes: the same convolution of
+    // |x| and |w|.
+    ref::Conv2dShape shape{1, int(c.c), int(c.h), int(c.w), int(c.oc), int(c.k), int(c.k)};
+    shape.stride = int(c.stride), shape.pad = int(c.pad), shape.dilation = int(c.dilation);
+    auto magnitudes = [](std::vector<float> v) {
+      for (float& e : v) e = std::abs(e);
+      return v;
+    };
+    const std::vector<float> want = ref::conv2d_nchw(xv, wv, shape);
+    const std::vector<float> mag = ref::conv2d_nchw(magnitudes(xv), magnitudes(wv), shape);
+    REQUIRE(want.size() == size_t(c.oc * oh * ow));
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO("conv c=" << c.c << " oc=" << c.oc << " stride " << c.stride << " pad " << c.pad << " dilation "
+                     << c.dilation << " " << cfg.str() << " at element " << i);
+      REQUIRE(std::abs(out[i] - want[i]) <= 1e-5 * (1 + mag[i]));
+    }
   }
 }

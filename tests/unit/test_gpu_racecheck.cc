@@ -17,6 +17,7 @@
 #include "kiln/te/ops/nn_dense.h"
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/operation.h"
+#include "kiln/testing/reference.h"
 #include "test_gpu_util.h"
 
 using namespace kiln;
@@ -24,21 +25,7 @@ using runtime::NDArray;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-4.f, 4.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
-#define REQUIRE_OPENCL(dev)                                      \
-  std::string why_no_opencl;                                     \
-  runtime::DeviceAPI* dev = test::opencl_device(&why_no_opencl); \
-  if (!dev) {                                                    \
-    WARN("skipped: no OpenCL device: " << why_no_opencl);        \
-    return;                                                      \
-  }
 
 // A kernel made racy on purpose: its `which`-th barrier (0-based, in program order) replaced by
 // a no-op.
@@ -74,7 +61,7 @@ DenseRun run_dense(runtime::DeviceAPI& dev, int64_t m, int64_t n, int64_t k, con
   const Target t = Target::parse("opencl");
   schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg);
   codegen::GpuModule mod = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "dense")}, t, opt);
-  auto xv = random_floats(m * k, 11), wv = random_floats(n * k, 12);
+  auto xv = ref::random_floats(m * k, 11, -4.f, 4.f), wv = ref::random_floats(n * k, 12, -4.f, 4.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
                                NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
                                NDArray::zeros({m, n}, runtime::dtype_f32())};
@@ -181,7 +168,7 @@ TEST_CASE("race check: kernels without shared memory take the record and run unc
   INFO(m.source);
   CHECK_THAT(m.source, Catch::Contains("kiln_races") && !Catch::Contains("kiln_rc_epoch"));
   CHECK(m.race_checked_buffers.empty());
-  auto av = random_floats(rows * cols, 1), bv = random_floats(cols, 2);
+  auto av = ref::random_floats(rows * cols, 1, -4.f, 4.f), bv = ref::random_floats(cols, 2, -4.f, 4.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({rows, cols}, runtime::dtype_f32(), av),
                                NDArray::from_vector<float>({cols}, runtime::dtype_f32(), bv),
                                NDArray::zeros({rows, cols}, runtime::dtype_f32())};
@@ -225,7 +212,7 @@ TEST_CASE("race check: the cross-thread reduction of softmax is race-free, and r
       return out;
     };
     codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, y}, "softmax")}, t, opt);
-    auto xv = random_floats(rows * cols, 41);
+    auto xv = ref::random_floats(rows * cols, 41, -4.f, 4.f);
     std::vector<NDArray> args = {NDArray::from_vector<float>({rows, cols}, runtime::dtype_f32(), xv),
                                  NDArray::zeros({rows, cols}, runtime::dtype_f32())};
     test::RaceReport races;
@@ -234,13 +221,8 @@ TEST_CASE("race check: the cross-thread reduction of softmax is race-free, and r
     if (drop < 0) {
       CHECK(races.count == 0);
       const float* out = args[1].data<float>();
-      for (int64_t i = 0; i < rows; ++i) {
-        double mx = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < cols; ++j) mx = std::max<double>(mx, xv[i * cols + j]);
-        for (int64_t j = 0; j < cols; ++j) sum += std::exp(xv[i * cols + j] - mx);
-        for (int64_t j = 0; j < cols; ++j)
-          REQUIRE(std::abs(out[i * cols + j] - std::exp(xv[i * cols + j] - mx) / sum) <= 1e-6);
-      }
+      const std::vector<float> want = ref::softmax_rows(xv, rows, cols);
+      for (size_t i = 0; i < want.size(); ++i) REQUIRE(std::abs(out[i] - want[i]) <= 1e-6);
     } else {
       CHECK(races.count > 0);
     }

@@ -26,7 +26,8 @@ inline runtime::DeviceAPI* opencl_device(std::string* why) {
   static std::unique_ptr<runtime::DeviceAPI> dev = [] {
     if (const char* base = std::getenv("POCL_CACHE_DIR"); base && *base) {
       std::string dir = std::string(base) + "/";
-      for (char c : Catch::getResultCapture().getCurrentTestName()) dir += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      for (char c : Catch::getResultCapture().getCurrentTestName())
+        dir += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       setenv("POCL_CACHE_DIR", dir.c_str(), 1);
     }
     try {
@@ -68,9 +69,7 @@ inline void run_on_device(runtime::DeviceAPI& dev, const codegen::GpuModule& m, 
     dev.copy_to_device(bufs.back(), a.dltensor()->data, sizes.back());
   }
   for (const ir::Buffer& w : p.workspace) {
-    int64_t n = w->dtype.bytes();
-    for (const ir::Expr& d : w->shape) n *= *ir::as_const_int(d);
-    bufs.push_back(dev.alloc(static_cast<size_t>(n)));
+    bufs.push_back(dev.alloc(static_cast<size_t>(w.num_elements() * w->dtype.bytes())));
   }
   int32_t record[5] = {0, 0, 0, 0, 0};  // the layout GpuBuildOptions::race_check documents
   void* record_buf = nullptr;
@@ -103,3 +102,12 @@ inline void run_on_device(runtime::DeviceAPI& dev, const codegen::GpuModule& m, 
 }
 
 }  // namespace kiln::test
+
+// Opens the OpenCL device as `dev`, or ends the test case with a warning saying why not.
+#define REQUIRE_OPENCL(dev)                                                  \
+  std::string why_no_opencl;                                                 \
+  kiln::runtime::DeviceAPI* dev = kiln::test::opencl_device(&why_no_opencl); \
+  if (!dev) {                                                                \
+    WARN("skipped: no OpenCL device: " << why_no_opencl);                    \
+    return;                                                                  \
+  }

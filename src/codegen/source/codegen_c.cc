@@ -55,12 +55,6 @@ std::vector<ir::Buffer> shared_buffers(const ir::Stmt& body) {
 }
 
 
-int64_t flat_size(const ir::Buffer& b) {
-  int64_t n = 1;
-  for (const ir::Expr& d : b->shape) n *= ir::as_const_int(d).value_or(0);
-  return n;
-}
-
 
 class KernelPrinter {
  public:
@@ -85,10 +79,10 @@ class KernelPrinter {
     indent_ = 1;
     for (const ir::Buffer& b : shared_buffers(f_.body)) {
       check_type(b->dtype, "shared buffer '" + b->name + "'");
-      line(fmt::format("{} {} {}[{}];", d_.shared_qualifier(), d_.type_name(b->dtype), name_of(b->data), flat_size(b)));
+      line(fmt::format("{} {} {}[{}];", d_.shared_qualifier(), d_.type_name(b->dtype), name_of(b->data), b.num_elements()));
       if (!race_check_) continue;
       checked_.push_back(f_.name + "." + name_of(b->data));
-      shadows_.push_back({b->data.get(), static_cast<int>(checked_.size()), flat_size(b), "kiln_rcs_" + name_of(b->data)});
+      shadows_.push_back({b->data.get(), static_cast<int>(checked_.size()), b.num_elements(), "kiln_rcs_" + name_of(b->data)});
       line(fmt::format("{} int {}[{}];", d_.shared_qualifier(), shadows_.back().name, 4 * shadows_.back().n));
     }
     if (!shadows_.empty()) race_check_prologue();
@@ -378,7 +372,7 @@ class KernelPrinter {
         const ir::Buffer& b = a->buffer;
         if (b->scope != "shared") {
           check_type(b->dtype, "buffer '" + b->name + "'");
-          line(fmt::format("{} {}[{}];", d_.type_name(b->dtype), name_of(b->data), flat_size(b)));
+          line(fmt::format("{} {}[{}];", d_.type_name(b->dtype), name_of(b->data), b.num_elements()));
         }
         stmt(a->body);
         return;

@@ -71,11 +71,7 @@ class KernelChecker : public StmtVisitor {
     KILN_USER_CHECK(b->scope == "shared" || b->scope == "local")
         << where_ << ": buffer '" << b->name << "' is allocated in " << b->scope
         << " memory inside the kernel (a stage computed at a GPU loop needs scope shared or local)";
-    if (b->scope == "shared") {
-      int64_t n = 1;
-      for (const Expr& d : b->shape) n *= as_const_int(d).value_or(0);
-      shared_bytes += n * b->dtype.bytes();
-    }
+    if (b->scope == "shared") shared_bytes += b.num_elements() * b->dtype.bytes();
     StmtVisitor::visit_allocate(op);
   }
 

@@ -66,12 +66,6 @@ int64_t reduce_extent(const te::ComputeOpNode& c) {
   return n;
 }
 
-int64_t pow2_at_least(int64_t n, int64_t cap) {
-  int64_t p = 1;
-  while (p < n && p < cap) p *= 2;
-  return p;
-}
-
 // One block per output element: its `threads` threads each reduce every threads-th point into
 // shared memory (Schedule::rfactor), then every thread combines the partials in a register and
 // they all store the same value. Coalesced: neighbouring threads read neighbouring points.
@@ -145,6 +139,12 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
     bind_elementwise_gpu(st, threads, target);
   }
   (void)outputs;
+}
+
+int64_t pow2_at_least(int64_t n, int64_t cap) {
+  int64_t p = 1;
+  while (p < n && p < cap) p *= 2;
+  return p;
 }
 
 Schedule schedule_anchor_gpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, GpuAnchorTemplate tmpl,

@@ -9,12 +9,6 @@ namespace kiln::schedule {
 
 namespace {
 
-int64_t pow2_at_least(int64_t n, int64_t cap) {
-  int64_t p = 1;
-  while (p < n && p < cap) p *= 2;
-  return p;
-}
-
 // Fetches `t` (a shared copy computed at a loop of its reader) with every thread of a
 // ty x tx block: its loops fused, split into threadIdx.x and threadIdx.y and a serial rest.
 void cooperative_fetch(Stage st, int64_t ty, int64_t tx) {

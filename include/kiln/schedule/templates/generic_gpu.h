@@ -23,6 +23,9 @@ namespace kiln::schedule {
 
 void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg);
 
+// The smallest power of two >= n, at most cap (thread counts, tile edges).
+int64_t pow2_at_least(int64_t n, int64_t cap);
+
 // Binds one root stage as above: its data-parallel axes fused, split by `threads`.
 void bind_elementwise_gpu(Stage st, int64_t threads, const Target& target);
 
