@@ -58,6 +58,21 @@ DeviceProgram split_host_device(const PrimFunc& f);
 // __local declarations at a kernel's outermost scope; one allocation per block either way).
 PrimFunc hoist_device_allocations(const PrimFunc& kernel);
 
+// The pragma a schedule puts on the serial loop that combines a cross-thread reduction's
+// partials (Schedule::rfactor's stage reading the shared partial[j], run by every thread):
+// lowered, AttrStmt "pragma_cross_thread_reduction" around that loop.
+inline constexpr const char* kCrossThreadReductionPragma = "cross_thread_reduction";
+
+// Replaces each loop marked kCrossThreadReductionPragma, `for (j, 0, T) acc = F(acc, partial[j])`,
+// by a tree in shared memory: ceil(log2 T) steps `if (tx < n - s) partial[tx] = F(partial[tx],
+// partial[tx + s])` (s = ceil(n / 2)), each followed by a barrier, then acc = F(acc, partial[0]).
+// With `warp_size` 32 (CUDA) the steps from 64 live partials on run in registers of the first
+// warp with warp shuffles (intrinsic kiln_shuffle_down(value, delta)) and one barrier. Every combiner
+// of a te reduction works (sum, max, min, product, multi-valued argmax): F is read from the
+// loop body. Needs the block's threads along threadIdx.x alone; run before insert_thread_sync,
+// which adds the barrier between the partials' writes and the tree.
+PrimFunc lower_cross_thread_reduction(const PrimFunc& kernel, const KernelLaunch& launch, int warp_size);
+
 // Inserts block-wide barriers (evaluate(kiln_barrier())) where threads of a block exchange data
 // through shared buffers: between a write and a later read of the same shared buffer, and a
 // read and a later write, including across iterations of a loop. Conservative: every access of

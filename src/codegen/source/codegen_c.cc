@@ -295,6 +295,7 @@ class KernelPrinter {
         << "kernel '" << f_.name << "': extern call '" << c->name << "' cannot run on a GPU";
     const std::string& n = c->name;
     if (n == "likely" && c->args.size() == 1) return expr(c->args[0]);
+    if (n == "kiln_shuffle_down") return shuffle_down(c);
     size_t want = n == "fma" ? 3 : n == "pow" ? 2 : 1;
     KILN_USER_CHECK(c->args.size() == want) << "kernel '" << f_.name << "': intrinsic '" << n << "' takes " << want
                                             << " argument(s), got " << c->args.size();
@@ -327,6 +328,16 @@ class KernelPrinter {
     KILN_USER_CHECK(kUnary.count(n)) << "kernel '" << f_.name << "': intrinsic '" << n
                                      << "' has no GPU lowering";
     return d_.math_function(n, t) + "(" + a[0] + ")";
+  }
+
+  // Shuffles move 32- and 64-bit values; a narrower one (bool, 8- and 16-bit integers) goes
+  // through int. A 16-bit float is a float here (type()).
+  std::string shuffle_down(const ir::CallNode* c) {
+    KILN_CHECK(c->args.size() == 2) << "kernel '" << f_.name << "': kiln_shuffle_down takes (value, delta)";
+    const DataType t = c->dtype;
+    const std::string v = expr(c->args[0]), delta = expr(c->args[1]);
+    if (!t.is_bool() && !(t.is_integer() && t.bits < 32)) return d_.warp_shuffle_down(v, delta);
+    return "((" + type(t) + ")" + d_.warp_shuffle_down("(int)" + v, delta) + ")";
   }
 
   // An expression for use in the statement printed next (pending lets go first).

@@ -35,6 +35,11 @@ class Dialect {
   virtual std::string thread_index(const std::string& tag) const = 0;
   // A block-wide barrier that also orders shared memory.
   virtual std::string barrier() const = 0;
+  // A warp shuffle (intrinsic kiln_shuffle_down, ir::lower_cross_thread_reduction): `value` as
+  // the lane `delta` above holds it (its own where none is), every lane of a 32-lane warp taking
+  // part; a 32- or 64-bit int or float. A dialect without warps (OpenCL, warp size 1) never
+  // meets one.
+  virtual std::string warp_shuffle_down(const std::string& value, const std::string& delta) const = 0;
   // The C type of a scalar element type: "long long" / "long", ...; bool storage is one byte.
   virtual std::string type_name(ir::DataType t) const = 0;
   // A math function of float type t: "expf" / "exp".

@@ -22,6 +22,9 @@ class CudaDialect : public Dialect {
   std::string shared_qualifier() const override { return "__shared__"; }
   std::string thread_index(const std::string& tag) const override { return tag; }
   std::string barrier() const override { return "__syncthreads();"; }
+  std::string warp_shuffle_down(const std::string& value, const std::string& delta) const override {
+    return "__shfl_down_sync(0xffffffffu, " + value + ", " + delta + ")";
+  }
   std::string type_name(ir::DataType t) const override {
     if (t.is_bool()) return "unsigned char";
     if (t.is_floating() && t.bits == 16) return "unsigned short";  // float16 / bfloat16 stored as bits

@@ -28,6 +28,12 @@ class OpenCLDialect : public Dialect {
     return (tag.rfind("blockIdx.", 0) == 0 ? "get_group_id(" : "get_local_id(") + std::to_string(dim) + ")";
   }
   std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE);"; }
+  std::string warp_shuffle_down(const std::string&, const std::string&) const override {
+    // OpenCL 1.2 has no sub-group shuffles (nor has PoCL), so kiln's OpenCL target has warp size
+    // 1 and its reductions stay in shared memory.
+    KILN_CHECK(false) << "a warp shuffle in OpenCL C (the opencl target's warp size is 1)";
+    return "";
+  }
   std::string type_name(ir::DataType t) const override {
     if (t.is_bool()) return "uchar";
     if (t.is_floating() && t.bits == 16) return "ushort";  // float16 / bfloat16 stored as bits

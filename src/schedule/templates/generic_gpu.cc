@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/ir/functor.h"
+#include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {
@@ -67,12 +68,17 @@ int64_t reduce_extent(const te::ComputeOpNode& c) {
 }
 
 // One block per output element: its `threads` threads each reduce every threads-th point into
-// shared memory (Schedule::rfactor), then every thread combines the partials in a register and
-// they all store the same value. Coalesced: neighbouring threads read neighbouring points.
+// shared memory (Schedule::rfactor), then the block combines the partials and every thread
+// stores the same value. Coalesced: neighbouring threads read neighbouring points. The combine,
+// a loop over the partials in a register, is marked for ir::lower_cross_thread_reduction, which
+// turns it into a tree across the threads (shuffles within a CUDA warp).
 void cross_thread_reduction(Schedule& s, const Stage& st, int64_t threads) {
   te::Tensor t = st->origin_op.output(0);
   te::Tensor partial = s.rfactor(t, threads);
   te::Tensor local = s.cache_write(t, "local");
+  Stage combine = s[local];
+  for (const ir::IterVar& iv : combine->leaf_iter_vars)
+    if (iv->iter_kind == ir::IterKind::Reduce) combine.pragma(iv, ir::kCrossThreadReductionPragma);
   Stage out = s[t];
   std::vector<ir::IterVar> axes = out.op_axis();
   ir::IterVar f = axes[0];
