@@ -1,16 +1,35 @@
 // The cuda and opencl entries of the strategy table: every op family computed by the op table's
 // plain lowering (no packed weights or blocked layouts; dense as one plain reduction) and
-// scheduled by the generic GPU template (schedule/templates/generic_gpu.h), so every group
-// that compiles for a CPU compiles for a GPU; dense and matmul by shared-memory tiles
-// (matmul_gpu.h). Op-specific GPU templates replace entries here as they come.
+// scheduled by a GPU template: injective groups by injective_gpu.h, windowed pools by
+// pool_gpu.h, 2-d depthwise convs by depthwise_gpu.h, products and 2-d float32 convs of one
+// group by shared-memory tiles (matmul_gpu.h), and everything else by the generic GPU template
+// (generic_gpu.h), so every group that compiles for a CPU compiles for a GPU. A group a
+// template does not take gets the generic one under its own name, "gpu_generic", so the
+// fallback shows in the tuning task it makes.
+#include "kiln/schedule/templates/depthwise_gpu.h"
 #include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/schedule/templates/injective_gpu.h"
 #include "kiln/schedule/templates/matmul_gpu.h"
+#include "kiln/schedule/templates/pool_gpu.h"
 #include "kiln/te/ops/nn_conv.h"
 #include "kiln/te/ops/nn_dense.h"
 #include "op_table.h"
 #include "strategy_table.h"
 
 namespace kiln::lower::detail {
+
+namespace {
+
+// A strategy scheduling the group's anchor with `tmpl` (generic_gpu.h's schedule_anchor_gpu).
+Strategy anchored(const char* name, schedule::GpuAnchorTemplate tmpl) {
+  Strategy s;
+  s.template_name = name;
+  s.schedule = [tmpl](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
+                      schedule::Config& cfg) { return schedule::schedule_anchor_gpu(outs, anchor, tmpl, t, cfg); };
+  return s;
+}
+
+}  // namespace
 
 void add_gpu_strategies(StrategyTable* table) {
   Strategy generic;
@@ -20,16 +39,21 @@ void add_gpu_strategies(StrategyTable* table) {
     schedule::schedule_generic_gpu(s, outs, t, cfg);
     return s;
   };
-  // Products: shared-memory tiles (matmul_gpu.h) where the anchor is a product of matrices
-  // with more than one row, else the generic schedule (matrix-vector products).
+  Strategy injective;
+  injective.template_name = "gpu_injective";
+  injective.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor&, const Target& t,
+                          schedule::Config& cfg) {
+    schedule::Schedule s = schedule::create(outs);
+    schedule::schedule_injective_gpu(s, outs, t, cfg);
+    return s;
+  };
+  // Products: shared-memory tiles (matmul_gpu.h) where the anchor is a product of matrices,
+  // else the generic schedule (a product of vectors).
   Strategy product;
   product.template_name = "gpu_matmul";
   product.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
                         schedule::Config& cfg) {
-    // A matrix-vector product (one row: a classifier at batch 1) has nothing to tile: the
-    // generic schedule reduces each output across a block's threads instead.
-    const bool one_row = anchor.ndim() >= 2 && anchor.shape()[anchor.ndim() - 2] == 1;
-    if (schedule::matmul_gpu_applies(anchor) && !one_row)
+    if (schedule::matmul_gpu_applies(anchor))
       return schedule::schedule_anchor_gpu(outs, anchor, schedule::schedule_matmul_gpu, t, cfg);
     schedule::Schedule s = schedule::create(outs);
     schedule::schedule_generic_gpu(s, outs, t, cfg);
@@ -39,28 +63,35 @@ void add_gpu_strategies(StrategyTable* table) {
   dense.lower = [](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
     return std::vector<te::Tensor>{te::ops::dense_plain(in[0], in[1])};
   };
+  // A matrix-vector product (one row: a classifier at batch 1) has nothing to tile: the generic
+  // schedule reduces each output across a block's threads instead.
+  auto unless_one_row = [generic](Strategy tiled) {
+    return [generic, tiled](const relay::FusedGroup& g, const Target&, const StrategyOptions&) {
+      const auto& out = *g.anchor.as<relay::CallNode>()->type.as<relay::TensorTypeNode>();
+      if (out.shape.size() < 2 || out.shape[out.shape.size() - 2] != 1) return tiled;
+      Strategy s = generic;
+      s.lower = tiled.lower;
+      return s;
+    };
+  };
   // Convolutions: 2-d float32 ones of one group as implicit GEMMs in shared-memory tiles
-  // (matmul_gpu.h); others as plain NC[D]HW reductions (depthwise ones by depthwise_conv_nd),
-  // which the generic schedule computes in a register inside their epilogue's thread.
+  // (matmul_gpu.h), 2-d depthwise ones in shared-memory tiles of a channel plane
+  // (depthwise_gpu.h); others (1-d, 3-d, grouped, float16) as plain NC[D]HW reductions, which
+  // the generic schedule computes in a register inside their epilogue's thread.
   auto conv = [generic](const relay::FusedGroup& g, const Target&, const StrategyOptions&) {
     const relay::CallNode& call = *g.anchor.as<relay::CallNode>();
     const ConvNdAttrs a = conv_attrs(call.attrs, false);
     const auto& w = *call.args[1]->type.as<relay::TensorTypeNode>();
     const std::string base = call.op_name().substr(3);  // "conv2d"
-    Strategy s = generic;
     const bool depthwise = a.groups > 1 && w.shape[1] == 1;
-    // 2-d float32 convs of one group: implicit GEMM in shared-memory tiles.
     if (!depthwise && a.dims() == 2 && a.groups == 1 && w.dtype == relay::DataType::f32()) {
-      s.template_name = "gpu_conv_gemm";
-      s.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
-                      schedule::Config& cfg) {
-        return schedule::schedule_anchor_gpu(outs, anchor, schedule::schedule_conv_gemm_gpu, t, cfg);
-      };
+      Strategy s = anchored("gpu_conv_gemm", schedule::schedule_conv_gemm_gpu);
       s.lower = [a, base](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
         return std::vector<te::Tensor>{te::ops::conv2d_gemm(in[0], in[1], a, base)};
       };
       return s;
     }
+    Strategy s = depthwise && a.dims() == 2 ? anchored("gpu_depthwise", schedule::schedule_depthwise_gpu) : generic;
     s.lower = [a, base, depthwise](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
       return std::vector<te::Tensor>{depthwise ? te::ops::depthwise_conv_nd(in[0], in[1], a, 1, "dw" + base)
                                                : te::ops::conv_nd_plain(in[0], in[1], a, base)};
@@ -72,12 +103,14 @@ void add_gpu_strategies(StrategyTable* table) {
   };
   for (TargetKind kind : {TargetKind::kCUDA, TargetKind::kOpenCL}) {
     (*table)[{kind, OpFamily::kConv}] = conv;
+    (*table)[{kind, OpFamily::kInjective}] = fixed(injective);
+    (*table)[{kind, OpFamily::kPool}] = fixed(anchored("gpu_pool", schedule::schedule_pool_gpu));
     for (OpFamily f : {OpFamily::kConvTranspose, OpFamily::kConvBlocked, OpFamily::kDepthwiseBlocked,
-                       OpFamily::kPool, OpFamily::kGlobalPool, OpFamily::kSoftmax, OpFamily::kNorm, OpFamily::kOpaque,
-                       OpFamily::kInjective, OpFamily::kReduction})
+                       OpFamily::kGlobalPool, OpFamily::kSoftmax, OpFamily::kNorm, OpFamily::kOpaque,
+                       OpFamily::kReduction})
       (*table)[{kind, f}] = fixed(generic);
-    (*table)[{kind, OpFamily::kDense}] = fixed(dense);
-    (*table)[{kind, OpFamily::kMatmul}] = fixed(product);
+    (*table)[{kind, OpFamily::kDense}] = unless_one_row(dense);
+    (*table)[{kind, OpFamily::kMatmul}] = unless_one_row(product);
   }
 }
 

@@ -2,27 +2,11 @@
 
 #include <algorithm>
 
+#include "kiln/schedule/templates/cooperative_fetch_gpu.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {
-
-namespace {
-
-// Fetches `t` (a shared copy computed at a loop of its reader) with every thread of a
-// ty x tx block: its loops fused, split into threadIdx.x and threadIdx.y and a serial rest.
-void cooperative_fetch(Stage st, int64_t ty, int64_t tx) {
-  std::vector<ir::IterVar> ax = st.op_axis();
-  ir::IterVar f = ax[0];
-  for (size_t i = 1; i < ax.size(); ++i) f = st.fuse(f, ax[i]);
-  auto [rest, x] = st.split(f, tx);
-  auto [serial, y] = st.split(rest, ty);
-  st.bind(y, "threadIdx.y");
-  st.bind(x, "threadIdx.x");
-  (void)serial;
-}
-
-}  // namespace
 
 bool matmul_gpu_applies(const te::Tensor& anchor) {
   const auto* c = anchor.op().as<te::ComputeOpNode>();

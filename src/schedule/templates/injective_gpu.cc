@@ -1,0 +1,71 @@
+#include "kiln/schedule/templates/injective_gpu.h"
+
+#include <algorithm>
+
+#include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/schedule/templates/injective_cpu.h"
+#include "kiln/support/error.h"
+
+namespace kiln::schedule {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The loops of one output as the header describes.
+void bind_injective_gpu(Stage st, int64_t threads, int64_t vector, int64_t max_blocks, const Target& target) {
+  const std::vector<ir::IterVar> axes = st.op_axis();
+  if (axes.empty()) return;  // a 0-d output: its one element on one thread
+  int64_t numel = 1;
+  for (const ir::IterVar& a : axes) numel *= *ir::as_const_int(a->dom.extent);
+  ir::IterVar fused = axes[0];
+  for (size_t i = 1; i < axes.size(); ++i) fused = st.fuse(fused, axes[i]);
+  const int64_t warp = std::max(1, target.gpu.warp_size);
+  const int64_t t = std::min(threads, ceil_div(numel, warp) * warp);
+  const int64_t v = std::min(vector, pow2_at_least(ceil_div(numel, t), vector));
+  auto [rest, tx] = st.split(fused, t);
+  auto [blocks, vi] = st.split(rest, v);
+  ir::IterVar bx = blocks;
+  if (ceil_div(numel, t * v) > max_blocks) bx = st.split(blocks, max_blocks).second;
+  st.reorder({tx, vi});
+  st.bind(bx, "blockIdx.x");
+  st.bind(tx, "threadIdx.x");
+  st.unroll(vi);
+}
+
+}  // namespace
+
+void schedule_injective_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg) {
+  for (const Stage& st : s.stages()) {
+    const auto* c = st->op.as<te::ComputeOpNode>();
+    KILN_USER_CHECK(!c || !c->is_reduction()) << "injective_gpu: stage '" << st.name()
+                                              << "' is a reduction; the generic GPU schedule computes such groups";
+  }
+  std::vector<int64_t> thread_choices;
+  for (int64_t t = 64; t <= target.gpu.max_threads_per_block; t *= 2) thread_choices.push_back(t);
+  KILN_USER_CHECK(!thread_choices.empty()) << "target '" << target.str() << "' allows fewer than 64 threads per block";
+  const int64_t threads =
+      cfg.define_knob("threads", thread_choices, std::min<int64_t>(256, thread_choices.back()));
+  // The defaults follow the largest output: 16-byte runs per thread while the grid still has
+  // two blocks per multiprocessor.
+  int64_t numel = 1, bytes = 4;
+  for (const te::Tensor& o : outputs) {
+    int64_t n = 1;
+    for (int64_t d : o.shape()) n *= d;
+    if (n >= numel) numel = n, bytes = o.dtype().bytes();
+  }
+  const int64_t sms = std::max(1, target.gpu.multiprocessors);
+  int64_t v0 = std::clamp<int64_t>(16 / bytes, 1, 8);
+  while (v0 > 1 && ceil_div(numel, threads * v0) < 2 * sms) v0 /= 2;
+  const int64_t vector = cfg.define_knob("vector", {1, 2, 4, 8}, v0);
+  std::vector<int64_t> block_caps;
+  for (int64_t waves : {1, 2, 4, 8, 16, 32}) block_caps.push_back(waves * sms);
+  const int64_t max_blocks = cfg.define_knob("max_blocks", block_caps, 16 * sms);
+  inline_injective_stages(s);
+  // The outputs, and any multi-output stage (not inlined): each a kernel of its own.
+  for (const Stage& st : s.stages())
+    if (st->op.as<te::ComputeOpNode>() && st->attach == AttachKind::Root)
+      bind_injective_gpu(st, threads, vector, max_blocks, target);
+}
+
+}  // namespace kiln::schedule
