@@ -49,6 +49,7 @@ constexpr uint32_t kDefaultMaxDynamicShared = 48 * 1024;
   X(cuMemcpyHtoD_v2, CUdeviceptr, const void*, size_t)                                          \
   X(cuMemcpyDtoH_v2, void*, CUdeviceptr, size_t)                                                \
   X(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, size_t)                                          \
+  X(cuMemGetAddressRange_v2, CUdeviceptr*, size_t*, CUdeviceptr)                                \
   X(cuModuleLoadDataEx, CUmodule*, const void*, unsigned, int*, void**)                         \
   X(cuModuleUnload, CUmodule)                                                                   \
   X(cuModuleGetFunction, CUfunction*, CUmodule, const char*)                                    \
@@ -191,17 +192,34 @@ class CudaDevice final : public DeviceAPI {
     d_->bind();
     KILN_CU(*d_, cuMemFree_v2, device_ptr(buf));
   }
-  void copy_to_device(void* dst, const void* src, size_t bytes) override {
+  void copy_to_device(void* dst, const void* src, size_t bytes, size_t dst_offset) override {
     d_->bind();
-    KILN_CU(*d_, cuMemcpyHtoD_v2, device_ptr(dst), src, bytes);
+    KILN_CU(*d_, cuMemcpyHtoD_v2, device_ptr(dst) + dst_offset, src, bytes);
   }
-  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+  void copy_to_host(void* dst, const void* src, size_t bytes, size_t src_offset) override {
     d_->bind();
-    KILN_CU(*d_, cuMemcpyDtoH_v2, dst, device_ptr(src), bytes);
+    KILN_CU(*d_, cuMemcpyDtoH_v2, dst, device_ptr(src) + src_offset, bytes);
   }
-  void copy_device_to_device(void* dst, const void* src, size_t bytes) override {
+  void copy_device_to_device(void* dst, const void* src, size_t bytes, size_t dst_offset, size_t src_offset) override {
     d_->bind();
-    KILN_CU(*d_, cuMemcpyDtoD_v2, device_ptr(dst), device_ptr(src), bytes);
+    KILN_CU(*d_, cuMemcpyDtoD_v2, device_ptr(dst) + dst_offset, device_ptr(src) + src_offset, bytes);
+  }
+
+  // The allocation around the pointer (any context's, with unified addressing) must hold the bytes.
+  std::string buffer_problem(const void* buf, size_t bytes) override {
+    d_->bind();
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (CUresult result = d_->cuMemGetAddressRange_v2(&base, &size, device_ptr(buf)))
+      return "its data is not CUDA device memory (" + d_->error_text(result, "cuMemGetAddressRange_v2") + ")";
+    size_t left = base + size - device_ptr(buf);
+    if (left < bytes)
+      return "its allocation holds " + std::to_string(left) + " bytes from its data, " + std::to_string(bytes) + " needed";
+    return "";
+  }
+  void native_handles(void** context, void** queue) const override {
+    *context = d_->context;
+    *queue = nullptr;
   }
 
   std::unique_ptr<DeviceModule> load_module(const std::vector<DeviceImage>& images) override {

@@ -30,4 +30,15 @@ std::string describe_images(const std::vector<DeviceImage>& images);
 // A launch with an empty dimension is a caller's bug that both drivers would report obscurely.
 void check_launch_dims(const std::string& kernel, const LaunchDims& dims);
 
+// The caller's DLPack tensors (device_tensors.cc). Whether `t` is in host memory.
+bool is_host(const DLTensor& t);
+// Checks `t` against `dtype` and `shape` (rank `ndim`): compact, in host memory or on `device`
+// in a buffer of `dev` that holds it. Throws kiln::Error "<what>: <what is wrong>"; returns its
+// bytes.
+size_t check_tensor(const std::string& what, const DLTensor& t, DLDataType dtype, const int64_t* shape, int ndim,
+                    DLDevice device, DeviceAPI& dev);
+// kiln_module_device_copy: `from` into `to`, each in host memory or on `device`, not both in host
+// memory; finished when it returns.
+void copy_tensor(const DLTensor& from, const DLTensor& to, DLDevice device, DeviceAPI& dev);
+
 }  // namespace kiln::runtime::device

@@ -32,6 +32,8 @@ constexpr cl_uint kPlatformName = 0x0902;
 constexpr cl_uint kDeviceName = 0x102B;
 constexpr cl_uint kDeviceVersion = 0x102F;
 constexpr cl_uint kProgramBuildLog = 0x1183;
+constexpr cl_uint kMemSize = 0x1102;
+constexpr cl_uint kMemContext = 0x1106;
 
 // The functions used: return type, name, parameter types. Callbacks and events are never
 // passed, so their pointer parameters are declared as void*.
@@ -52,6 +54,7 @@ constexpr cl_uint kProgramBuildLog = 0x1183;
   X(cl_program, clCreateProgramWithSource, cl_context, cl_uint, const char**, const size_t*, cl_int*)    \
   X(cl_int, clBuildProgram, cl_program, cl_uint, const cl_device_id*, const char*, void*, void*)         \
   X(cl_int, clGetProgramBuildInfo, cl_program, cl_device_id, cl_uint, size_t, void*, size_t*)            \
+  X(cl_int, clGetMemObjectInfo, cl_mem, cl_uint, size_t, void*, size_t*)                                 \
   X(cl_kernel, clCreateKernel, cl_program, const char*, cl_int*)                                         \
   X(cl_int, clSetKernelArg, cl_kernel, cl_uint, size_t, const void*)                                     \
   X(cl_int, clEnqueueNDRangeKernel, cl_command_queue, cl_kernel, cl_uint, const size_t*, const size_t*,  \
@@ -213,14 +216,36 @@ class OpenCLDevice final : public DeviceAPI {
     if (buf) KILN_CL(*cl_, clReleaseMemObject, mem(buf));
   }
   // Zero-byte copies are skipped: OpenCL calls them invalid.
-  void copy_to_device(void* dst, const void* src, size_t bytes) override {
-    if (bytes) KILN_CL(*cl_, clEnqueueWriteBuffer, cl_->queue, mem(dst), kTrue, 0, bytes, src, 0, nullptr, nullptr);
+  void copy_to_device(void* dst, const void* src, size_t bytes, size_t dst_offset) override {
+    if (bytes)
+      KILN_CL(*cl_, clEnqueueWriteBuffer, cl_->queue, mem(dst), kTrue, dst_offset, bytes, src, 0, nullptr, nullptr);
   }
-  void copy_to_host(void* dst, const void* src, size_t bytes) override {
-    if (bytes) KILN_CL(*cl_, clEnqueueReadBuffer, cl_->queue, mem(src), kTrue, 0, bytes, dst, 0, nullptr, nullptr);
+  void copy_to_host(void* dst, const void* src, size_t bytes, size_t src_offset) override {
+    if (bytes)
+      KILN_CL(*cl_, clEnqueueReadBuffer, cl_->queue, mem(src), kTrue, src_offset, bytes, dst, 0, nullptr, nullptr);
   }
-  void copy_device_to_device(void* dst, const void* src, size_t bytes) override {
-    if (bytes) KILN_CL(*cl_, clEnqueueCopyBuffer, cl_->queue, mem(src), mem(dst), 0, 0, bytes, 0, nullptr, nullptr);
+  void copy_device_to_device(void* dst, const void* src, size_t bytes, size_t dst_offset, size_t src_offset) override {
+    if (bytes)
+      KILN_CL(*cl_, clEnqueueCopyBuffer, cl_->queue, mem(src), mem(dst), src_offset, dst_offset, bytes, 0, nullptr,
+              nullptr);
+  }
+
+  // A pointer that is no cl_mem at all cannot be told apart safely: the loader dereferences it.
+  std::string buffer_problem(const void* buf, size_t bytes) override {
+    cl_context context = nullptr;
+    cl_int err = buf ? cl_->clGetMemObjectInfo(mem(buf), kMemContext, sizeof context, &context, nullptr) : -38;
+    if (err != 0) return "its data is not a cl_mem (clGetMemObjectInfo: " + std::to_string(err) + ", " + error_name(err) + ")";
+    if (context != cl_->context)
+      return "its cl_mem belongs to another OpenCL context than the module's (allocate it with "
+             "kiln_module_device_alloc, or in the context kiln_module_device_info gives)";
+    size_t size = 0;
+    KILN_CL(*cl_, clGetMemObjectInfo, mem(buf), kMemSize, sizeof size, &size, nullptr);
+    if (size < bytes) return "its cl_mem holds " + std::to_string(size) + " bytes, " + std::to_string(bytes) + " needed";
+    return "";
+  }
+  void native_handles(void** context, void** queue) const override {
+    *context = cl_->context;
+    *queue = cl_->queue;
   }
 
   std::unique_ptr<DeviceModule> load_module(const std::vector<DeviceImage>& images) override {

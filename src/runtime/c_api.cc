@@ -110,6 +110,15 @@ kiln_status get_output_view(const char* api, const H* h, const char* what, int32
   });
 }
 
+// The device graph of a device module, for the kiln_module_device_* functions: they forward to
+// the device layer (libkiln_device.so), which checks what it is given.
+const kiln::runtime::DeviceGraph& device_of(const kiln_module* mod) {
+  require(mod, "module");
+  const kiln::runtime::DeviceGraph* g = mod->exec.module().device_graph();
+  if (g == nullptr) throw RuntimeError(ErrorKind::kInvalidArgument, "the module runs on the CPU: it has no device memory");
+  return *g;
+}
+
 }  // namespace
 
 extern "C" {
@@ -196,6 +205,32 @@ kiln_status kiln_module_get_output(const kiln_module* mod, int32_t index, DLTens
 }
 kiln_status kiln_module_get_output_view(const kiln_module* mod, int32_t index, DLTensor* view) {
   return get_output_view("kiln_module_get_output_view", mod, "module", index, view);
+}
+
+kiln_status kiln_module_device_info(const kiln_module* mod, kiln_device_info* info) {
+  return guarded("kiln_module_device_info", [&] {
+    require(mod, "module");
+    require(info, "info");
+    *info = kiln_device_info{{kDLCPU, 0}, nullptr, nullptr};
+    if (const kiln::runtime::DeviceGraph* g = mod->exec.module().device_graph()) g->device_info(info);
+  });
+}
+kiln_status kiln_module_device_alloc(const kiln_module* mod, uint64_t bytes, void** data) {
+  if (data != nullptr) *data = nullptr;
+  return guarded("kiln_module_device_alloc", [&] {
+    require(data, "data");
+    *data = device_of(mod).alloc(bytes);
+  });
+}
+kiln_status kiln_module_device_free(const kiln_module* mod, void* data) {
+  return guarded("kiln_module_device_free", [&] { device_of(mod).free(data); });
+}
+kiln_status kiln_module_device_copy(const kiln_module* mod, const DLTensor* from, DLTensor* to) {
+  return guarded("kiln_module_device_copy", [&] {
+    require(from, "from");
+    require(to, "to");
+    device_of(mod).copy(*from, *to);
+  });
 }
 
 kiln_status kiln_context_create(const kiln_module* mod, kiln_context** out) {

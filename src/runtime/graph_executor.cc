@@ -62,9 +62,11 @@ void strided_copy(const DLTensor& t, void* compact, size_t elem, bool to_compact
   }
 }
 
+bool on_device(const DLTensor& t) { return t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost; }
+
 // Throws naming `what` ("input 'x'") unless `t` is CPU memory of the info's dtype and shape.
 void check_tensor(const std::string& what, const TensorInfo& info, const DLTensor& t) {
-  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost)
+  if (on_device(t))
     fail(ErrorKind::kInvalidArgument,
          what + ": the tensor is not in CPU memory (device type " + std::to_string(t.device.device_type) + ")");
   if (!dtype_matches(info.dtype, t.dtype))
@@ -88,14 +90,17 @@ struct GraphExecutor::Impl {
   std::vector<std::vector<void*>> node_args;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<int> input_entries, output_entries;
-  std::vector<uint8_t> input_set;  // bytes, not vector<bool>: its code would cost the runtime 1 KiB
+  // 1: set from the host, 2: from a device tensor (device modules). Bytes, not vector<bool>: its
+  // code would cost the runtime 1 KiB.
+  std::vector<uint8_t> input_set;
   // Inputs whose bytes a node may overwrite (memory planning let an intermediate share them)
   // are kept here and copied in at every run, so run() can be repeated.
   std::vector<std::vector<char>> staged;
   std::vector<uint8_t> needs_staging;
   bool have_outputs = false;
-  // Device modules: this executor's activations on the device (inputs are staged in host memory
-  // as for CPU modules, and outputs come back into it).
+  // Device modules: this executor's activations on the device. Host inputs are staged in host
+  // memory as for CPU modules, and outputs come back into it when asked for there; device
+  // tensors go to and from the device layer, which checks them (device_graph.h).
   std::unique_ptr<DeviceGraphContext> device;
   bool profiling = false;
   std::vector<GraphExecutor::NodeProfile> profile;
@@ -217,8 +222,13 @@ int GraphExecutor::output_index(const std::string& name) const {
 
 void GraphExecutor::set_input(int index, const DLTensor& value) {
   const TensorInfo& info = input_info(index);
-  check_tensor("input '" + info.name + "'", info, value);
   Impl& m = *impl_;
+  if (m.device && on_device(value)) {
+    m.device->set_input(index, value);
+    m.input_set[index] = 2;
+    return;
+  }
+  check_tensor("input '" + info.name + "'", info, value);
   int entry = m.input_entries[index];
   void* dst = m.needs_staging[index] ? static_cast<void*>(m.staged[index].data()) : m.entry_data[entry];
   strided_copy(value, dst, dtype_bytes(info.dtype), /*to_compact=*/true);
@@ -237,12 +247,12 @@ void GraphExecutor::run() {
   m.have_outputs = false;
   if (m.device) {
     std::vector<const void*> in;
-    std::vector<void*> out;
     for (size_t i = 0; i < m.inputs.size(); ++i)
-      in.push_back(m.needs_staging[i] ? m.staged[i].data() : m.entry_data[m.input_entries[i]]);
-    for (int e : m.output_entries) out.push_back(m.entry_data[e]);
+      in.push_back(m.input_set[i] == 2   ? nullptr
+                   : m.needs_staging[i] ? m.staged[i].data()
+                                        : m.entry_data[m.input_entries[i]]);
     try {
-      m.device->run(in, out);
+      m.device->run(in);
     } catch (const std::exception& e) {
       fail(ErrorKind::kKernel, std::string("run: ") + e.what());
     }
@@ -276,6 +286,7 @@ DLTensor GraphExecutor::output_view(int index) const {
   if (!impl_->have_outputs) fail(ErrorKind::kState, "output '" + info.name + "' has not been computed (call run first)");
   DLTensor t{};
   t.data = impl_->entry_data[impl_->output_entries[index]];
+  if (impl_->device) impl_->device->output_to_host(index, t.data);
   t.device = DLDevice{kDLCPU, 0};
   t.ndim = static_cast<int>(info.shape.size());
   t.dtype = info.dtype;
@@ -287,6 +298,7 @@ DLTensor GraphExecutor::output_view(int index) const {
 
 void GraphExecutor::get_output(int index, DLTensor& out) const {
   const TensorInfo& info = output_info(index);
+  if (impl_->device && on_device(out)) return impl_->device->get_output(index, out);
   DLTensor view = output_view(index);
   check_tensor("output '" + info.name + "'", info, out);
   strided_copy(out, view.data, dtype_bytes(info.dtype), /*to_compact=*/false);

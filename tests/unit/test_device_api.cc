@@ -220,9 +220,37 @@ TEST_CASE("device: OpenCL copies between buffers", "[device]") {
   dev->copy_device_to_device(b, a, 400);
   dev->copy_to_host(out.data(), b, 400);
   CHECK(out == input);
+  // Offsets into the device buffers (a DLPack tensor's byte_offset): b[0..9] = a[90..99], then
+  // b[98..99] = input[0..1].
+  dev->copy_device_to_device(b, a, 40, 0, 360);
+  dev->copy_to_host(out.data(), b, 40);
+  CHECK(std::vector<float>(out.begin(), out.begin() + 10) == std::vector<float>(input.begin() + 90, input.end()));
+  dev->copy_to_device(b, input.data(), 8, 392);
+  dev->copy_to_host(out.data(), b, 8, 392);
+  CHECK(std::vector<float>(out.begin(), out.begin() + 2) == std::vector<float>(input.begin(), input.begin() + 2));
   dev->free(a);
   dev->free(b);
   dev->free(nullptr);
+}
+
+TEST_CASE("device: OpenCL tells a buffer of its context that is big enough from others", "[device]") {
+  auto dev = opencl_or_skip();
+  if (!dev) return;
+  void* context = nullptr;
+  void* queue = nullptr;
+  dev->native_handles(&context, &queue);
+  CHECK(context != nullptr);
+  CHECK(queue != nullptr);
+  void* a = dev->alloc(400);
+  CHECK(dev->buffer_problem(a, 400).empty());
+  CHECK(dev->buffer_problem(a, 404) == "its cl_mem holds 400 bytes, 404 needed");
+  CHECK_THAT(dev->buffer_problem(nullptr, 4), Contains("its data is not a cl_mem"));
+  // Each open_device makes a context of its own.
+  auto other = open_device(DeviceKind::kOpenCL);
+  void* b = other->alloc(400);
+  CHECK_THAT(dev->buffer_problem(b, 400), Contains("belongs to another OpenCL context than the module's"));
+  other->free(b);
+  dev->free(a);
 }
 
 TEST_CASE("device: OpenCL build errors carry the build log", "[device]") {
@@ -295,6 +323,23 @@ TEST_CASE("device: CUDA buffers, a PTX module and image choice on a GPU", "[devi
   dev->copy_device_to_device(b, a, 4096);
   dev->copy_to_host(out.data(), b, 4096);
   CHECK(out == input);
+  // Offsets (pointer arithmetic on CUDA), and the checks of a caller's buffer.
+  dev->copy_device_to_device(b, a, 40, 0, 360);
+  dev->copy_to_host(out.data(), b, 40);
+  CHECK(std::vector<float>(out.begin(), out.begin() + 10) == std::vector<float>(input.begin() + 90, input.begin() + 100));
+  dev->copy_to_device(b, input.data(), 8, 4088);
+  dev->copy_to_host(out.data(), b, 8, 4088);
+  CHECK(std::vector<float>(out.begin(), out.begin() + 2) == std::vector<float>(input.begin(), input.begin() + 2));
+  CHECK(dev->buffer_problem(a, 4096).empty());
+  CHECK(dev->buffer_problem(static_cast<char*>(a) + 96, 4000).empty());
+  // The driver may round an allocation up: far past its end, never within it.
+  CHECK_THAT(dev->buffer_problem(static_cast<char*>(a) + 96, 1 << 20), Contains("bytes from its data, 1048576 needed"));
+  CHECK_THAT(dev->buffer_problem(input.data(), 4), Contains("its data is not CUDA device memory"));
+  void* context = nullptr;
+  void* queue = reinterpret_cast<void*>(0x1);
+  dev->native_handles(&context, &queue);
+  CHECK(context != nullptr);
+  CHECK(queue == nullptr);
   dev->free(a);
   dev->free(b);
 

@@ -61,12 +61,22 @@ class DeviceAPI {
   // address the host may touch. free(nullptr) does nothing.
   virtual void* alloc(size_t bytes) = 0;
   virtual void free(void* buf) = 0;
-  // Copies between host memory and whole buffers (from their start). The host-side copies
+  // Copies between host memory and buffers, `*_offset` bytes into the device buffers (a DLPack
+  // tensor's byte_offset: OpenCL buffers cannot be offset like pointers). The host-side copies
   // return when the host memory may be reused / read; device-to-device copies are ordered like
   // launches.
-  virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
-  virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
-  virtual void copy_device_to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_device(void* dst, const void* src, size_t bytes, size_t dst_offset = 0) = 0;
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes, size_t src_offset = 0) = 0;
+  virtual void copy_device_to_device(void* dst, const void* src, size_t bytes, size_t dst_offset = 0,
+                                     size_t src_offset = 0) = 0;
+  // Why `buf` cannot hold `bytes` bytes as a buffer of this device, or empty when it can: not a
+  // buffer of this device (OpenCL: a cl_mem of another context), or a smaller one. For the
+  // caller's DLPack tensors, whose mistakes would otherwise be a driver's error code at best.
+  virtual std::string buffer_problem(const void* buf, size_t bytes) = 0;
+  // The driver's handles, for programs that share the device with kiln: OpenCL's cl_context and
+  // its one in-order cl_command_queue; CUDA's primary context (CUcontext) and a null queue (the
+  // legacy default stream, which every launch and copy uses).
+  virtual void native_handles(void** context, void** queue) const = 0;
   // Loads the image this device can run (CUDA: select_cuda_image; OpenCL: the OpenCL C source,
   // built for the device, the build log in the error when the build fails). Throws naming the
   // device and the images carried when none fits.

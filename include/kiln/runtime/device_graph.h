@@ -18,27 +18,50 @@
 
 #include "kiln/runtime/device_api.h"
 #include "kiln/runtime/graph_plan.h"
+#include "kiln/runtime/kiln_runtime.h"
 #include "kiln/support/error.h"
 
 namespace kiln::runtime {
 
-// One inference at a time on the device, with its own activation buffers.
+// One inference at a time on the device, with its own activation buffers. Tensors on the device
+// (`set_input`, `get_output`) must be on the module's device (DeviceGraph::device_info), of the
+// entry's dtype and shape, compact (strides null or dense) and in a buffer that holds them; else
+// kiln::Error names the input or output ("input 'x': ...") and what is wrong. Their copies are
+// finished when the call returns, so the caller may reuse or read its buffer at once.
 class DeviceGraphContext {
  public:
   virtual ~DeviceGraphContext() = default;
-  // Copies each input (compact host memory, plan.inputs order) to the device, launches every
-  // node in order, waits, and copies each output into `outputs` (plan.outputs order; outputs
-  // that are constants are not copied: they are the module's weights).
-  virtual void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) = 0;
+  // Copies `value`, a tensor on the device, into input `index` (plan.inputs order).
+  virtual void set_input(int index, const DLTensor& value) = 0;
+  // Copies each host input (compact memory, plan.inputs order; null for an input that set_input
+  // gave last) to the device, launches every node in order and waits. Outputs stay on the
+  // device until asked for: a caller taking them as device tensors never pays for a host copy.
+  virtual void run(const std::vector<const void*>& host_inputs) = 0;
+  // Copies output `index` of the last run into compact host memory, once per run (later calls
+  // do nothing); outputs that are constants are not copied: the caller reads them from the weights.
+  virtual void output_to_host(int index, void* host) = 0;
+  // Copies output `index` of the last run into `out`, a tensor on the device. Throws
+  // RuntimeError(kState) when no run has finished since the context was made or a run failed.
+  virtual void get_output(int index, const DLTensor& out) = 0;
+  // Device bytes of this context's activation buffers (inputs, outputs and intermediates).
+  virtual int64_t activation_bytes() const = 0;
 };
 
 // A device module loaded once: device opened, images loaded, constants uploaded. Contexts made
-// from it share those, and may run concurrently from different threads.
+// from it share those, and may run concurrently from different threads. The rest serves the C
+// API's kiln_module_device_* functions (kiln_runtime.h says what they promise).
 class DeviceGraph {
  public:
   virtual ~DeviceGraph() = default;
   virtual std::string description() const = 0;  // the device's
   virtual std::unique_ptr<DeviceGraphContext> new_context() const = 0;
+  virtual void device_info(kiln_device_info* info) const = 0;
+  // Throws RuntimeError(kOutOfMemory) naming the size when the device refuses.
+  virtual void* alloc(size_t bytes) const = 0;
+  virtual void free(void* data) const = 0;
+  // Copies between two tensors of the same dtype and shape, each in host memory or on the device
+  // (not both in host memory).
+  virtual void copy(const DLTensor& from, const DLTensor& to) const = 0;
 };
 
 inline std::string encode_device_images(const std::vector<DeviceImage>& images) {

@@ -55,7 +55,8 @@ class GraphExecutor {
   int input_index(const std::string& name) const;
   int output_index(const std::string& name) const;
 
-  // Copies `value` (CPU memory; any strides) into the input. Throws RuntimeError
+  // Copies `value` (CPU memory, any strides; or, for a device module, a compact tensor on its
+  // device: copied device to device, device_graph.h) into the input. Throws RuntimeError
   // (kInvalidArgument) naming the input if its dtype, shape or device is wrong.
   void set_input(int index, const DLTensor& value);
   void set_input(const std::string& name, const DLTensor& value);
@@ -65,7 +66,8 @@ class GraphExecutor {
   // A view of output `index` in the executor's memory: valid until the next set_input or run,
   // or until the executor goes; its shape points into the executor. Never written by the caller.
   DLTensor output_view(int index) const;
-  // Copies output `index` into `out` (CPU memory, the output's dtype and shape, any strides).
+  // Copies output `index` into `out` (CPU memory, the output's dtype and shape, any strides; or,
+  // for a device module, a compact tensor on its device).
   void get_output(int index, DLTensor& out) const;
   NDArray get_output(int index) const;
 

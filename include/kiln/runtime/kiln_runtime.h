@@ -85,8 +85,9 @@ kiln_status kiln_module_input_info(const kiln_module* mod, int32_t index, kiln_t
 kiln_status kiln_module_output_info(const kiln_module* mod, int32_t index, kiln_tensor_info* info);
 kiln_status kiln_module_input_index(const kiln_module* mod, const char* name, int32_t* index);
 
-/* Copies `value` (CPU memory, the input's dtype and shape; strides may be NULL or any) into
- * the input. The caller's tensor is not kept. */
+/* Copies `value` (CPU memory, the input's dtype and shape; strides may be NULL or any; or a
+ * tensor on the module's device, see "Device tensors") into the input. The caller's tensor is
+ * not kept. */
 kiln_status kiln_module_set_input(kiln_module* mod, const char* name, const DLTensor* value);
 kiln_status kiln_module_set_input_index(kiln_module* mod, int32_t index, const DLTensor* value);
 
@@ -94,7 +95,8 @@ kiln_status kiln_module_set_input_index(kiln_module* mod, int32_t index, const D
 kiln_status kiln_module_run(kiln_module* mod);
 
 /* Copies output `index` into the caller's tensor `out` (its data allocated by the caller, CPU
- * memory, the output's dtype and shape; strides may be NULL or any). */
+ * memory, the output's dtype and shape; strides may be NULL or any; or a tensor on the module's
+ * device, see "Device tensors"). */
 kiln_status kiln_module_get_output(const kiln_module* mod, int32_t index, DLTensor* out);
 /* Fills *view with a tensor pointing into the module's memory (no copy): valid until the next
  * kiln_module_run, kiln_module_set_input* or kiln_module_free; do not write through it. */
@@ -115,6 +117,44 @@ kiln_status kiln_context_set_input_index(kiln_context* ctx, int32_t index, const
 kiln_status kiln_context_run(kiln_context* ctx);
 kiln_status kiln_context_get_output(const kiln_context* ctx, int32_t index, DLTensor* out);
 kiln_status kiln_context_get_output_view(const kiln_context* ctx, int32_t index, DLTensor* view);
+
+/* Device tensors. A module compiled for cuda or opencl runs on a device: its set_input and
+ * get_output functions take host tensors as above (copied to and from the device), and also
+ * tensors on the module's device, DLPack's {kDLCUDA, 0} or {kDLOpenCL, 0} (kiln_module_device_info
+ * says which), copied device to device with no trip through host memory. Such a tensor's data is
+ * a buffer of the device: CUDA, a device pointer (CUdeviceptr) as cudaMalloc or
+ * kiln_module_device_alloc return; OpenCL, a cl_mem of the cl_context kiln created for the module
+ * (kiln_module_device_alloc, or clCreateBuffer in the context kiln_module_device_info gives).
+ * byte_offset counts bytes into the buffer; strides must be NULL or compact. The caller's writes
+ * to an input must be finished when it is set; the copies are finished when the call returns.
+ * A tensor on another device (a CUDA tensor for an OpenCL module, a device tensor for a CPU
+ * module, another device id) is refused with KILN_ERROR_INVALID_ARGUMENT naming the input or
+ * output. After a run, only the outputs asked for in host memory are copied to the host. The
+ * kiln_module_device_* functions below may be called from any thread at any time.
+ *
+ *   kiln_device_info dev;
+ *   kiln_module_device_info(m, &dev);                   (dev.device: {kDLOpenCL, 0})
+ *   void* buf;
+ *   kiln_module_device_alloc(m, 1 * 3 * 224 * 224 * 4, &buf);
+ *   DLTensor x = {buf, dev.device, 4, {kDLFloat, 32, 1}, shape, NULL, 0};
+ *   kiln_module_device_copy(m, &host_x, &x);            (or the caller's own kernels fill buf)
+ *   kiln_module_set_input(m, "input", &x);
+ *   kiln_module_run(m);
+ *   kiln_module_get_output(m, 0, &device_y);            (device_y's data from kiln_module_device_alloc)
+ *   kiln_module_device_free(m, buf);                    (before kiln_module_free) */
+typedef struct {
+  DLDevice device; /* where the module runs: {kDLCPU, 0}, {kDLCUDA, 0} or {kDLOpenCL, 0} */
+  void* context;   /* OpenCL: kiln's cl_context; CUDA: the device's primary CUcontext; CPU: NULL */
+  void* queue;     /* OpenCL: kiln's in-order cl_command_queue; else NULL (CUDA: the legacy default stream) */
+} kiln_device_info;
+kiln_status kiln_module_device_info(const kiln_module* mod, kiln_device_info* info);
+/* A buffer of `bytes` bytes on the module's device (*data NULL on failure), and its release
+ * (NULL is fine). A CPU module has none: KILN_ERROR_INVALID_ARGUMENT. */
+kiln_status kiln_module_device_alloc(const kiln_module* mod, uint64_t bytes, void** data);
+kiln_status kiln_module_device_free(const kiln_module* mod, void* data);
+/* Copies `from` into `to`: the same dtype and shape, each in host memory or on the module's
+ * device, not both in host memory; compact. */
+kiln_status kiln_module_device_copy(const kiln_module* mod, const DLTensor* from, DLTensor* to);
 
 /* Threads of the runtime's pool (the caller included), shared by every module in the process.
  * Default: KILN_NUM_THREADS from the environment, else the number of cores; n <= 0 restores it. */
