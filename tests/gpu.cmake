@@ -30,11 +30,19 @@ if(KILN_OPENCL_ICD)
                 --output-dir ${KILN_CLI_OUT})
   set_tests_properties(cli.run_without_device_library PROPERTIES FIXTURES_REQUIRED kiln_opencl_module
                        ENVIRONMENT "KILN_DEVICE_LIBRARY=${KILN_CLI_OUT}/no_such_libkiln_device.so")
+  # Tuning for the GPU: every candidate measured on PoCL in a child, then the log applied and the
+  # tuned model checked against its reference on PoCL.
+  kiln_cli_test(tune.tiny_cnn.opencl 0 "6/6. nn.softmax: 3/3 trials" tune ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx
+                --log ${KILN_CLI_OUT}/tiny_cnn.opencl.tune.json --trials 3 --target opencl)
+  set_tests_properties(tune.tiny_cnn.opencl PROPERTIES FIXTURES_SETUP kiln_opencl_tuned
+                       ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}/tune_tiny_cnn")
+  kiln_cli_test(check.tiny_cnn.opencl_tuned 0 "tuned schedules applied to 6 kernels" check ${CMAKE_SOURCE_DIR}/examples/tiny_cnn
+                --target opencl --tuning-log ${KILN_CLI_OUT}/tiny_cnn.opencl.tune.json)
+  set_tests_properties(check.tiny_cnn.opencl_tuned PROPERTIES FIXTURES_REQUIRED kiln_opencl_tuned
+                       ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}/tiny_cnn_tuned")
 else()
   message(STATUS "kiln: no OpenCL ICD loader: the check.*.opencl tests are not registered")
 endif()
-kiln_cli_test(cli.tune_gpu_target 3 "tuning for the opencl target is not implemented yet" tune
-              ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx --log ${KILN_CLI_OUT}/gpu_tune.json --trials 1 --target opencl)
 kiln_cli_test(cli.save_device_code_cpu 1 "--save-device-code needs a cuda or opencl target" compile
               ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.so --save-device-code
               ${KILN_CLI_OUT}/nowhere)
@@ -53,6 +61,9 @@ if(CUDAToolkit_FOUND AND KILN_CUDA)
     kiln_cli_test(cuda.run_without_driver 1 "it runs on CUDA: needs a CUDA driver: libcuda.so.1 not found" run
                   ${KILN_CLI_OUT}/tiny_cnn.cuda.so --input input=${CMAKE_SOURCE_DIR}/examples/tiny_cnn/test_data_set_0/input_0.pb)
     set_tests_properties(cuda.run_without_driver PROPERTIES FIXTURES_REQUIRED kiln_cuda_module)
+    kiln_cli_test(cli.tune_cuda_without_driver 1 "cannot measure on the cuda device: needs a CUDA driver: libcuda.so.1 not found"
+                  tune ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx --log ${KILN_CLI_OUT}/cuda_tune.json --trials 1
+                  --target "cuda -arch=sm_90")
   endif()
 else()
   kiln_cli_test(cli.cuda_without_nvrtc 1 "this kiln was built without it" compile

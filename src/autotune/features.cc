@@ -20,7 +20,17 @@ struct Loop {
   const VarNode* var;
   double extent;
   ForKind kind;
+  bool thread_x;  // bound to threadIdx.x: its neighbours are a warp's neighbouring threads
 };
+
+// 32-byte memory sectors one warp-wide execution of an access touches, from the access's
+// coefficient along threadIdx.x (nullopt: not affine, counted as a gather of 32).
+double warp_sectors(std::optional<int64_t> coeff_x, int64_t elem_bytes) {
+  constexpr double kWarp = 32, kSector = 32;
+  if (!coeff_x) return kWarp;
+  const double span = static_cast<double>(std::abs(*coeff_x)) * (kWarp - 1) * elem_bytes + elem_bytes;
+  return std::min(kWarp, std::ceil(span / kSector));
+}
 
 // Coefficient of loop variable v in e (of the vector lane when v is null), when e is affine in
 // it; nullopt when e depends on it in another way (floordiv, a product of two loop vars, a
@@ -192,7 +202,7 @@ class Extractor {
           auto b = analyzer_.const_int_bound(op->extent);
           if (b.max_value != arith::IntBound::kPosInf && b.max_value > 0) ext = static_cast<double>(b.max_value);
         }
-        loops_.push_back({op->loop_var.get(), std::max(ext, 0.0), op->for_kind});
+        loops_.push_back({op->loop_var.get(), std::max(ext, 0.0), op->for_kind, op->thread_tag == "threadIdx.x"});
         walk(op->body, 1);
         loops_.pop_back();
         return;
@@ -256,6 +266,8 @@ class Extractor {
     for (size_t i = 0; i < loops_.size(); ++i) {
       if (!dep[i]) a.reuse *= std::max(loops_[i].extent, 1.0);
     }
+    for (size_t i = 0; i < loops_.size(); ++i)
+      if (loops_[i].thread_x && b->scope == "global") a.warp_sectors = warp_sectors(c[i], a.elem_bytes);
     std::optional<int64_t> inner = vector_stmt ? lane_c : loops_.empty() ? std::optional<int64_t>(0) : c.back();
     if (!inner) {
       a.stride_kind = StrideKind::Strided;
@@ -288,12 +300,14 @@ class Extractor {
     counter.visit(op->value);
     for (const Expr& i : op->indices) counter.visit(i);
     f.store = access(op->buffer, op->indices, f.lanes, true);
+    f.warp_sectors = f.store.warp_sectors;
     f.store_bytes = static_cast<double>(op->buffer->dtype.bytes()) * f.lanes;
     // Loads of one buffer merge: the largest footprint, the least reuse, the worst stride.
     std::vector<AccessFeatures> merged;
     for (const BufferLoadNode* l : counter.loads) {
       f.load_bytes += static_cast<double>(l->buffer->dtype.bytes()) * l->dtype.lanes;
       AccessFeatures a = access(l->buffer, l->indices, f.lanes, false);
+      f.warp_sectors += a.warp_sectors;
       auto it = std::find_if(merged.begin(), merged.end(), [&](const AccessFeatures& m) { return m.buffer == a.buffer; });
       if (it == merged.end()) {
         merged.push_back(a);
@@ -332,6 +346,10 @@ const char* const kSumFields[] = {"executions", "float_addsub", "float_mul", "fl
                                   "int_arith", "int_divmod", "intrinsic_calls", "extern_calls", "flops",
                                   "bytes_loaded", "bytes_stored"};
 const char* const kFuncFields[] = {"num_stores", "num_allocs", "alloc_bytes", "arith_intensity"};
+// GPU kernels (0 for CPU functions): the largest block's threads and grid's blocks, the shared
+// and local (register) bytes allocated, and the global-memory sectors of one run (each
+// warp-wide access counted by the 32-byte sectors it touches: coalescing).
+const char* const kGpuFields[] = {"gpu_threads", "gpu_blocks", "gpu_shared_bytes", "gpu_local_bytes", "gpu_sectors"};
 
 std::vector<std::string> make_names() {
   std::vector<std::string> n;
@@ -342,6 +360,7 @@ std::vector<std::string> make_names() {
     for (const char* f : kAccessFields) n.push_back(slot + f);
   }
   for (const char* f : kFuncFields) n.emplace_back(f);
+  for (const char* f : kGpuFields) n.emplace_back(f);
   return n;
 }
 
@@ -356,21 +375,55 @@ void access_values(const AccessFeatures& a, double* out) {
   out[7] = std::max<double>(a.stride, 0);  // non-affine shows as strided with stride 0
 }
 
-void alloc_stats(const Stmt& s, double* count, double* bytes) {
+struct AllocStats {
+  double count = 0, bytes = 0, shared_bytes = 0, local_bytes = 0;
+};
+
+AllocStats alloc_stats(const Stmt& s) {
   class V : public StmtVisitor {
    public:
-    double n = 0, b = 0;
+    AllocStats st;
     void visit_allocate(const AllocateNode* op) override {
-      n += 1;
       double e = 1;
       for (const Expr& d : op->buffer->shape) e *= static_cast<double>(as_const_int(d).value_or(1));
-      b += e * op->buffer->dtype.bytes();
+      const double bytes = e * op->buffer->dtype.bytes();
+      st.count += 1;
+      st.bytes += bytes;
+      if (op->buffer->scope == "shared") st.shared_bytes += bytes;
+      if (op->buffer->scope == "local") st.local_bytes += bytes;
       StmtVisitor::visit_allocate(op);
     }
   } v;
   v.visit_stmt(s);
-  *count = v.n;
-  *bytes = v.b;
+  return v.st;
+}
+
+// The most threads per block and blocks per grid among the function's kernels (0 and 0 when
+// it has none: a CPU function).
+struct LaunchStats {
+  double threads = 0, blocks = 0;
+};
+
+LaunchStats launch_stats(const Stmt& s) {
+  class V : public StmtVisitor {
+   public:
+    double threads = 1, blocks = 1;
+    LaunchStats most;
+    void visit_for(const ForNode* op) override {
+      const std::string& tag = op->thread_tag;
+      double* scale = tag.rfind("threadIdx.", 0) == 0 ? &threads : tag.rfind("blockIdx.", 0) == 0 ? &blocks : nullptr;
+      const double ext = static_cast<double>(as_const_int(op->extent).value_or(1));
+      if (scale) {
+        *scale *= ext;
+        most.threads = std::max(most.threads, threads);
+        most.blocks = std::max(most.blocks, blocks);
+      }
+      StmtVisitor::visit_for(op);
+      if (scale) *scale /= ext;
+    }
+  } v;
+  v.visit_stmt(s);
+  return v.most;
 }
 
 }  // namespace
@@ -425,9 +478,18 @@ std::vector<float> extract_features(const ir::PrimFunc& f) {
   }
   const size_t fn = n_mean + n_sum + n_access;
   raw[fn + 0] = static_cast<double>(stmts.size());
-  alloc_stats(f.body, &raw[fn + 1], &raw[fn + 2]);
+  const AllocStats allocs = alloc_stats(f.body);
+  raw[fn + 1] = allocs.count;
+  raw[fn + 2] = allocs.bytes;
   const double moved = raw[feature_index("bytes_loaded")] + raw[feature_index("bytes_stored")];
   raw[fn + 3] = moved > 0 ? raw[feature_index("flops")] / moved : 0;
+  const size_t gpu = fn + std::size(kFuncFields);
+  const LaunchStats launch = launch_stats(f.body);
+  raw[gpu + 0] = launch.threads;
+  raw[gpu + 1] = launch.blocks;
+  raw[gpu + 2] = allocs.shared_bytes;
+  raw[gpu + 3] = allocs.local_bytes;
+  for (const StmtFeatures& st : stmts) raw[gpu + 4] += st.count / 32 * st.warp_sectors;
   std::vector<float> out(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(std::log2(1.0 + std::max(raw[i], 0.0)));
   return out;

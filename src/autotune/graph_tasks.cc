@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "kiln/autotune/gpu_measure.h"
 #include "kiln/codegen/driver.h"
 #include "kiln/support/error.h"
 
@@ -125,9 +126,16 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
     std::shared_ptr<const KernelReference> get_reference() {
       if (!reference) {
         ir::PrimFunc f = build_func(nullptr);
-        reference = KernelReference::make(codegen::build({f}, target), f, num_outputs, options.input_seed);
+        reference = target.is_gpu()
+                        ? KernelReference::make(f, num_outputs, options.input_seed,
+                                                run_gpu_on_host(codegen::build_gpu({f}, target)))
+                        : KernelReference::make(codegen::build({f}, target), f, num_outputs, options.input_seed);
       }
       return reference;
+    }
+    MeasureFn measure(const ir::PrimFunc& f, const std::shared_ptr<const KernelReference>& ref) const {
+      if (target.is_gpu()) return measure_gpu_kernel(codegen::build_gpu({f}, target), ref, options.timer, options.tolerance);
+      return measure_kernel(codegen::build({f}, target), f, ref, options.timer, options.tolerance, cold_inputs);
     }
   };
   auto st = std::make_shared<State>();
@@ -150,10 +158,7 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
     prog.func = st->build_func(&cfg);
     // The reference is made here, in the tuner's process, and shared by every candidate: the
     // build hook runs in the candidate's child process (tuner.cc), whose state does not last.
-    prog.build = [st, f = prog.func, ref = st->get_reference()]() {
-      return measure_kernel(codegen::build({f}, st->target), f, ref, st->options.timer, st->options.tolerance,
-                            st->cold_inputs);
-    };
+    prog.build = [st, f = prog.func, ref = st->get_reference()]() { return st->measure(f, ref); };
     return prog;
   };
   return task;

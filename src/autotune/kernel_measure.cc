@@ -115,9 +115,55 @@ void demote_on_every_core(const std::vector<std::pair<const void*, size_t>>& buf
 
 KernelReference::~KernelReference() = default;
 size_t KernelReference::num_inputs() const { return inputs_.size(); }
+size_t KernelReference::num_outputs() const { return output_params_.size(); }
+const void* KernelReference::input(size_t i) const { return inputs_.at(i)->data.get(); }
+size_t KernelReference::input_bytes(size_t i) const { return inputs_.at(i)->bytes(); }
+
+KernelReference::Args::Args() = default;
+KernelReference::Args::Args(Args&&) noexcept = default;
+KernelReference::Args::~Args() = default;
+
+KernelReference::Args KernelReference::candidate_args() const {
+  Args a;
+  for (const auto& b : inputs_) {
+    a.data.push_back(b->data.get());
+    a.bytes.push_back(b->bytes());
+  }
+  for (const ir::Buffer& p : output_params_) {
+    a.outputs.push_back(std::make_unique<Buffer>(p));
+    a.outputs.back()->poison();
+    a.data.push_back(a.outputs.back()->data.get());
+    a.bytes.push_back(a.outputs.back()->bytes());
+  }
+  return a;
+}
+
+void KernelReference::check(const Args& args, const Tolerance& tol) const {
+  KILN_CHECK(args.outputs.size() == expected_.size()) << args.outputs.size() << " outputs for " << expected_.size();
+  for (size_t o = 0; o < args.outputs.size(); ++o) {
+    const std::vector<double>& want = expected_[o];
+    double scale = 0;
+    for (double w : want) scale = std::isfinite(w) ? std::max(scale, std::abs(w)) : scale;
+    for (int64_t e = 0; e < args.outputs[o]->numel; ++e) {
+      const double g = args.outputs[o]->at(e), w = want[static_cast<size_t>(e)];
+      if (std::isnan(g) && std::isnan(w)) continue;
+      if (g == w) continue;  // also equal infinities
+      if (std::abs(g - w) <= tol.rtol * std::abs(w) + tol.atol_rel * scale) continue;
+      throw Error(fmt::format("wrong result: output {} element {}: got {}, expected {} (rtol {}, atol {} x max|expected| {})",
+                              o, e, g, w, tol.rtol, tol.atol_rel, scale));
+    }
+  }
+}
 
 std::shared_ptr<const KernelReference> KernelReference::make(const codegen::Module& module, const ir::PrimFunc& func,
                                                              size_t num_outputs, uint64_t seed, double timeout_s) {
+  kiln_kernel_fn fn = kernel_of(module, func);
+  return make(func, num_outputs, seed, [fn, name = func.name](const std::vector<void*>& args) { call(fn, args, name); },
+              timeout_s);
+}
+
+std::shared_ptr<const KernelReference> KernelReference::make(const ir::PrimFunc& func, size_t num_outputs,
+                                                             uint64_t seed, const RunOnHost& run, double timeout_s) {
   KILN_USER_CHECK(num_outputs >= 1 && num_outputs <= func.params.size())
       << "kernel '" << func.name << "' has " << func.params.size() << " parameters, not " << num_outputs << " outputs";
   std::shared_ptr<KernelReference> ref(new KernelReference());
@@ -136,18 +182,11 @@ std::shared_ptr<const KernelReference> KernelReference::make(const codegen::Modu
 
   // Run in a child: a failing reference must not take the tuner down. The outputs come back
   // as doubles, concatenated.
-  kiln_kernel_fn fn = kernel_of(module, func);
   IsolatedResult r = run_isolated([&] {
-    std::vector<std::unique_ptr<Buffer>> outs;
-    std::vector<void*> args;
-    for (const auto& b : ref->inputs_) args.push_back(b->data.get());
-    for (const ir::Buffer& p : ref->output_params_) {
-      outs.push_back(std::make_unique<Buffer>(p));
-      args.push_back(outs.back()->data.get());
-    }
-    call(fn, args, func.name);
+    Args args = ref->candidate_args();
+    run(args.data);
     std::vector<double> all;
-    for (const auto& o : outs)
+    for (const auto& o : args.outputs)
       for (int64_t e = 0; e < o->numel; ++e) all.push_back(o->at(e));
     return all;
   }, timeout_s);
@@ -166,45 +205,26 @@ MeasureFn measure_kernel(const codegen::Module& module, const ir::PrimFunc& func
                          std::shared_ptr<const KernelReference> reference, const TimerOptions& timer,
                          const Tolerance& tol, const std::vector<size_t>& cold_inputs) {
   KILN_USER_CHECK(reference != nullptr) << "measuring kernel '" << func.name << "' without a reference";
-  KILN_USER_CHECK(func.params.size() == reference->inputs_.size() + reference->output_params_.size())
+  KILN_USER_CHECK(func.params.size() == reference->num_inputs() + reference->num_outputs())
       << "kernel '" << func.name << "' has " << func.params.size() << " parameters; its reference has "
-      << reference->inputs_.size() + reference->output_params_.size();
+      << reference->num_inputs() + reference->num_outputs();
   for (size_t i : cold_inputs)
-    KILN_USER_CHECK(i < reference->inputs_.size()) << "kernel '" << func.name << "': cold input " << i << " is not an input";
+    KILN_USER_CHECK(i < reference->num_inputs()) << "kernel '" << func.name << "': cold input " << i << " is not an input";
   kiln_kernel_fn fn = kernel_of(module, func);
   // `module` is captured: the kernel's code lives as long as the hook.
   return [module, fn, name = func.name, reference, timer, tol, cold_inputs]() {
     const KernelReference& ref = *reference;
-    std::vector<std::unique_ptr<KernelReference::Buffer>> outs;
-    std::vector<void*> args;
-    for (const auto& b : ref.inputs_) args.push_back(b->data.get());
-    for (const ir::Buffer& p : ref.output_params_) {
-      outs.push_back(std::make_unique<KernelReference::Buffer>(p));
-      outs.back()->poison();
-      args.push_back(outs.back()->data.get());
-    }
-    call(fn, args, name);
-    for (size_t o = 0; o < outs.size(); ++o) {
-      const std::vector<double>& want = ref.expected_[o];
-      double scale = 0;
-      for (double w : want) scale = std::isfinite(w) ? std::max(scale, std::abs(w)) : scale;
-      for (int64_t e = 0; e < outs[o]->numel; ++e) {
-        const double g = outs[o]->at(e), w = want[static_cast<size_t>(e)];
-        if (std::isnan(g) && std::isnan(w)) continue;
-        if (g == w) continue;  // also equal infinities
-        if (std::abs(g - w) <= tol.rtol * std::abs(w) + tol.atol_rel * scale) continue;
-        throw Error(fmt::format("wrong result: output {} element {}: got {}, expected {} (rtol {}, atol {} x max|expected| {})",
-                                o, e, g, w, tol.rtol, tol.atol_rel, scale));
-      }
-    }
+    KernelReference::Args args = ref.candidate_args();
+    call(fn, args.data, name);
+    ref.check(args, tol);
     TimerOptions t = timer;
     if (!cold_inputs.empty()) {
       t.min_duration_s = 0;
       std::vector<std::pair<const void*, size_t>> cold;
-      for (size_t i : cold_inputs) cold.emplace_back(ref.inputs_[i]->data.get(), ref.inputs_[i]->bytes());
+      for (size_t i : cold_inputs) cold.emplace_back(ref.input(i), ref.input_bytes(i));
       t.before_sample = [cold] { demote_on_every_core(cold); };
     }
-    return time_function([&] { call(fn, args, name); }, t).samples;
+    return time_function([&] { call(fn, args.data, name); }, t).samples;
   };
 }
 

@@ -301,20 +301,7 @@ void export_device_library(const runtime::GraphPlan& model_plan, const GpuModule
   for (const ir::DeviceProgram& p : device.programs) kernels.insert(kernels.end(), p.kernels.begin(), p.kernels.end());
   Target target;
   runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, &target);
-  std::vector<runtime::DeviceImage> images;
-  if (target.kind == TargetKind::kOpenCL) {
-    runtime::DeviceImage im;
-    im.format = runtime::DeviceImage::kOpenCLSource;
-    im.bytes = device.source;
-    images.push_back(im);
-  }
-  for (const GpuImage& g : device.images) {
-    runtime::DeviceImage im;
-    im.format = g.ptx ? runtime::DeviceImage::kPTX : runtime::DeviceImage::kCubin;
-    im.sm = g.sm;
-    im.bytes = g.bytes;
-    images.push_back(im);
-  }
+  const std::vector<runtime::DeviceImage> images = device_images(device);
   KILN_USER_CHECK(!images.empty()) << "export_library: the CUDA module was not compiled (no images)";
   // The library is data for the host that runs the runtime.
   const Target host = Target::host();

@@ -114,4 +114,32 @@ std::vector<std::string> write_device_code(const GpuModule& m, const std::string
   return files;
 }
 
+std::vector<runtime::DeviceImage> device_images(const GpuModule& m) {
+  std::vector<runtime::DeviceImage> images;
+  if (m.target.kind == TargetKind::kOpenCL) {
+    runtime::DeviceImage im;
+    im.format = runtime::DeviceImage::kOpenCLSource;
+    im.bytes = m.source;
+    images.push_back(im);
+  }
+  for (const GpuImage& g : m.images) {
+    runtime::DeviceImage im;
+    im.format = g.ptx ? runtime::DeviceImage::kPTX : runtime::DeviceImage::kCubin;
+    im.sm = g.sm;
+    im.bytes = g.bytes;
+    images.push_back(im);
+  }
+  return images;
+}
+
+runtime::LaunchDims launch_dims(const ir::KernelLaunch& launch) {
+  runtime::LaunchDims d;
+  for (int i = 0; i < 3; ++i) {
+    d.grid[i] = static_cast<uint32_t>(launch.grid[i]);
+    d.block[i] = static_cast<uint32_t>(launch.block[i]);
+  }
+  d.dynamic_shared_bytes = static_cast<uint32_t>(launch.dynamic_shared_bytes);
+  return d;
+}
+
 }  // namespace kiln::codegen

@@ -211,3 +211,38 @@ TEST_CASE("features: the aggregated vector is fixed-length, weighted and log-sca
   CHECK(feat(x, "num_allocs") == Approx(1.0).epsilon(1e-6));
   CHECK(feat(x, "alloc_bytes") == Approx(lg(64)).epsilon(1e-6));
 }
+
+TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[autotune][features]") {
+  // A grid of 64 blocks of 128 threads: Y[b*128+t] = X[b*128+t] (a warp reads and writes 128
+  // contiguous bytes: 4 sectors each) and Z[t*64+b] = X[b*128+t] (a warp's stores 256 bytes
+  // apart: 32 sectors), inside shared and local allocations that the statements do not use.
+  Buffer x = Buffer::make("X", DataType::f32(), {64 * 128});
+  Buffer y = Buffer::make("Y", DataType::f32(), {64 * 128});
+  Buffer z = Buffer::make("Z", DataType::f32(), {64 * 128});
+  Buffer sh = Buffer::make("S", DataType::f32(), {256}, "shared");
+  Buffer loc = Buffer::make("L", DataType::f32(), {16}, "local");
+  Var b("b"), t("t");
+  Expr flat = b * 128 + t;
+  Stmt stores = seq({buffer_store(y, buffer_load(x, {flat}), {flat}), buffer_store(z, buffer_load(x, {flat}), {t * 64 + b})});
+  Stmt body = for_loop(b, 0, 64, ForKind::ThreadBinding,
+                       for_loop(t, 0, 128, ForKind::ThreadBinding, allocate(sh, allocate(loc, stores)), "threadIdx.x"),
+                       "blockIdx.x");
+  PrimFunc f{"gpu_copy", {x, y, z}, body};
+  auto stmts = extract_stmt_features(f);
+  REQUIRE(stmts.size() == 2);
+  CHECK(stmts[0].store.warp_sectors == 4);
+  CHECK(stmts[0].loads.at(0).warp_sectors == 4);
+  CHECK(stmts[1].store.warp_sectors == 32);
+  CHECK(stmts[1].warp_sectors == 36);
+  std::vector<float> v = extract_features(f);
+  CHECK(feat(v, "gpu_threads") == Approx(lg(128)));
+  CHECK(feat(v, "gpu_blocks") == Approx(lg(64)));
+  CHECK(feat(v, "gpu_shared_bytes") == Approx(lg(256 * 4)));
+  CHECK(feat(v, "gpu_local_bytes") == Approx(lg(16 * 4)));
+  // 256 warps run each statement: (4 + 4) + (4 + 32) sectors a warp.
+  CHECK(feat(v, "gpu_sectors") == Approx(lg(256.0 * (8 + 36))));
+  // A CPU function has none of them.
+  std::vector<float> cpu = extract_features(scalar_matmul());
+  for (const char* name : {"gpu_threads", "gpu_blocks", "gpu_shared_bytes", "gpu_local_bytes", "gpu_sectors"})
+    CHECK(feat(cpu, name) == 0);
+}

@@ -4,6 +4,8 @@
 // Extracts the model's distinct tunable kernels (autotune/graph_tasks.h), tunes each for N trials
 // (resumed trials in LOG count), appending every measurement to LOG, prints one line per task
 // and optionally the best-so-far curves as an SVG. `kiln compile --tuning-log LOG` applies it.
+// GPU targets (cuda, opencl) tune alike: each candidate is built (NVRTC for CUDA) and measured
+// on the device by an isolated child that opens the device itself (autotune/gpu_measure.h).
 // A run killed at any point loses only the candidates it was measuring: the same command again
 // resumes from LOG and measures only what is missing.
 #include <algorithm>
@@ -17,6 +19,7 @@
 
 #include "bind.h"
 #include "commands.h"
+#include "kiln/autotune/gpu_measure.h"
 #include "kiln/autotune/graph_tasks.h"
 #include "kiln/autotune/plot.h"
 #include "kiln/autotune/tuner.h"
@@ -54,11 +57,7 @@ int run_tune(const TuneArgs& a) {
   KILN_USER_CHECK(std::filesystem::is_directory(log_dir)) << "cannot write tuning log '" << a.log << "': no directory '"
                                                           << log_dir.string() << "'";
   const Target target = Target::parse(a.target);
-  // Candidates are measured by the CPU backend's JIT; GPU candidates need a child that opens the
-  // device (issue 12, open).
-  KILN_SUPPORTED(!target.is_gpu()) << "tuning for the " << (target.kind == TargetKind::kCUDA ? "cuda" : "opencl")
-                                   << " target is not implemented yet: compile with its default schedules "
-                                      "(kiln compile --target '" << a.target << "')";
+  if (target.is_gpu()) check_gpu_device(target);
   GraphTaskOptions topts;
   topts.all_groups = a.all_groups;
   topts.cold_weights = a.cold_weights;

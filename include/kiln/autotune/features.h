@@ -33,6 +33,9 @@ struct AccessFeatures {
   StrideKind stride_kind = StrideKind::Broadcast;
   // |element stride| along the innermost loop or lane; 0 for a broadcast, -1 when not affine.
   int64_t stride = 0;
+  // A global buffer accessed inside a threadIdx.x loop: the 32-byte sectors a warp's access
+  // touches (1 when the warp reads one element, 4 for 32 coalesced floats, 32 for a gather).
+  double warp_sectors = 0;
 };
 
 // Raw (unscaled) features of one BufferStore; what extract_features aggregates.
@@ -49,6 +52,7 @@ struct StmtFeatures {
   int int_arith = 0, int_divmod = 0, intrinsic_calls = 0, extern_calls = 0;
   double flops = 0;  // floating-point operations per run: lanes per vector op, an fma counts 2
   double load_bytes = 0, store_bytes = 0;  // bytes moved per run (all loads; the store)
+  double warp_sectors = 0;  // per warp-wide run: the store's and every load's (AccessFeatures)
   AccessFeatures store;
   std::vector<AccessFeatures> loads;  // one per distinct buffer loaded, by bytes_inner[0] descending
 };

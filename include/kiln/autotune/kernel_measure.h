@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,26 +26,50 @@ struct Tolerance {
   double atol_rel = 1e-4;
 };
 
+// Runs a kernel once on host buffers: its inputs, then its outputs, in parameter order.
+using RunOnHost = std::function<void(const std::vector<void*>& args)>;
+
 // Inputs (params [0, num_inputs) of a kernel) and the expected outputs (the rest).
 class KernelReference {
  public:
   // Fills the inputs of `func` with values from `seed` (floating types uniform in [-1, 1]; other
-  // types zero, so that index-like inputs stay in range) and runs `module`'s kernel `func.name`
-  // (a trusted build, normally the default schedule) in an isolated child to record the
-  // outputs. Throws kiln::Error naming the kernel when that run fails.
+  // types zero, so that index-like inputs stay in range) and records the outputs `run` computes
+  // from them (a trusted build of the kernel, normally the default schedule), run in an isolated
+  // child: a GPU reference opens the device there, never in the tuner. Throws kiln::Error
+  // naming the kernel when that run fails.
+  static std::shared_ptr<const KernelReference> make(const ir::PrimFunc& func, size_t num_outputs, uint64_t seed,
+                                                     const RunOnHost& run, double timeout_s = 60);
+  // The same, running `module`'s kernel `func.name` (a CPU build).
   static std::shared_ptr<const KernelReference> make(const codegen::Module& module, const ir::PrimFunc& func,
                                                      size_t num_outputs, uint64_t seed, double timeout_s = 60);
 
   struct Buffer;
+  // The host buffers of one candidate run: the reference's inputs and fresh outputs poisoned
+  // (NaN in every float element, 0xA5 bytes elsewhere: what a candidate leaves unwritten shows).
+  struct Args {
+    std::vector<void*> data;   // every parameter's buffer, in order
+    std::vector<size_t> bytes; // and its size
+    std::vector<std::unique_ptr<Buffer>> outputs;
+    Args();
+    Args(Args&&) noexcept;
+    ~Args();
+  };
+  Args candidate_args() const;
+  // Throws kiln::Error("wrong result: output N element I: got X, expected Y ...") when an output
+  // of `args` differs from the reference beyond `tolerance`.
+  void check(const Args& args, const Tolerance& tolerance) const;
+  // The input buffer of parameter i < num_inputs(), and its size.
+  const void* input(size_t i) const;
+  size_t input_bytes(size_t i) const;
+
   size_t num_inputs() const;
+  size_t num_outputs() const;
   ~KernelReference();
   KernelReference(const KernelReference&) = delete;
   KernelReference& operator=(const KernelReference&) = delete;
 
  private:
   KernelReference() = default;
-  friend MeasureFn measure_kernel(const codegen::Module&, const ir::PrimFunc&, std::shared_ptr<const KernelReference>,
-                                  const TimerOptions&, const Tolerance&, const std::vector<size_t>&);
   std::vector<std::unique_ptr<Buffer>> inputs_;
   std::vector<std::vector<double>> expected_;  // per output, as doubles
   std::vector<ir::Buffer> output_params_;

@@ -16,6 +16,7 @@
 
 #include "kiln/ir/device_program.h"
 #include "kiln/ir/stmt.h"
+#include "kiln/runtime/device_api.h"
 #include "kiln/target/target.h"
 
 namespace kiln::codegen {
@@ -88,5 +89,11 @@ bool cuda_codegen_available();
 
 // The verifier's limits for a GPU target.
 ir::GpuLimits gpu_limits(const Target& target);
+
+// The images a device loads the module from: the OpenCL C source, or the cubins and PTX.
+std::vector<runtime::DeviceImage> device_images(const GpuModule& m);
+
+// A launch record as the device layer takes it.
+runtime::LaunchDims launch_dims(const ir::KernelLaunch& launch);
 
 }  // namespace kiln::codegen
