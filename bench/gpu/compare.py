@@ -1,7 +1,9 @@
 """kiln-runner's outputs against references (bench/gpu/run.sh); prints one verdict, exits 1 on FAIL.
 
   compare.py CASE_DIR OUT_DIR        OUT_DIR/NAME.npy against CASE_DIR/expected_NAME.npy, the
-                                     tolerance of `kiln check`: |got - want| <= atol + rtol |want|
+                                     tolerance of `kiln check`: |got - want| <= atol + rtol |want|;
+                                     with CASE_DIR/tile.txt (a batch-B variant run on the batch-1
+                                     input tiled B times) against the expected output tiled alike
   compare.py --sgemm IN_DIR OUT_DIR  OUT_DIR/C.npy against A . B (float64), rtol 1e-4 of the
                                      norm of a row of A times a column of B
 """
@@ -25,10 +27,13 @@ def main():
         print(f"{'PASS' if ok else 'FAIL'} (worst error {worst:.2e} of the row.column norm, limit 1e-5)")
         return 0 if ok else 1
     case, out = sys.argv[1], sys.argv[2]
+    tile_file = os.path.join(case, "tile.txt")
+    tile = int(open(tile_file).read()) if os.path.exists(tile_file) else 1
     worst = 0.0
     for exp in sorted(glob.glob(os.path.join(case, "expected_*.npy"))):
         name = os.path.basename(exp)[len("expected_"):]
         want = np.load(exp)
+        want = np.concatenate([want] * tile) if tile > 1 else want
         got = np.load(os.path.join(out, name))
         if got.shape != want.shape:
             print(f"FAIL ({name}: shape {got.shape}, expected {want.shape})")

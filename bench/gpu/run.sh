@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU, from the repository root, with a bundle from
 # bench/gpu/prepare.sh: correctness of every bundled model on the GPU (kiln-runner against its
-# PyTorch reference, rtol 1e-3 atol 1e-4 as `kiln check`), compute-sanitizer's memcheck and
+# PyTorch reference, rtol 1e-3 atol 1e-4 as `kiln check`; a batch-32 variant on the batch-1 input
+# tiled 32 times, against the reference tiled alike), compute-sanitizer's memcheck and
 # racecheck over each, and latency next to PyTorch in the same run (bench/gpu/torch_peers.py).
 # Needs python3 with numpy (and torch, torchvision, transformers for the peers), and
 # compute-sanitizer on PATH (else those checks are skipped, saying so).
@@ -21,7 +22,15 @@ sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanit
 for c in "$bundle"/cases/*/; do
   name=$(basename "$c")
   args=()
-  while read -r input file; do args+=(--input "$input=$c/$file"); done < "$c/inputs.txt"
+  while read -r input file; do
+    if [ -f "$c/tile.txt" ]; then  # a batch-B variant: the batch-1 input tiled B times
+      python3 -c "import numpy as np, sys; a = np.load(sys.argv[1]); np.save(sys.argv[2], np.concatenate([a] * int(sys.argv[3])))" \
+        "$c/$file" "$tmp/$name.$file" "$(cat "$c/tile.txt")"
+      args+=(--input "$input=$tmp/$name.$file")
+    else
+      args+=(--input "$input=$c/$file")
+    fi
+  done < "$c/inputs.txt"
   out="$tmp/$name"
   latency=$("$runner" "$c/model.so" "${args[@]}" --output-dir "$out" --repeat "$repeat" | grep '^latency')
   verdict=$(python3 bench/gpu/compare.py "$c" "$out") || status=1

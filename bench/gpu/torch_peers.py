@@ -2,10 +2,9 @@
 
 Each figure is measured as kiln-runner measures a run: the input copied from host memory,
 the model, the output copied back, synchronized; 3 warm-ups, median of REPEAT. The models are
-the shared models' architectures with random weights (torchvision, resnet18_b32 at batch 32;
-bert_mini as a transformers
-BERT of its shape: 4 layers, hidden 256, 4 heads, FFN 1024, sequence 128). SGEMM also in
-device time only (CUDA events, operands on the GPU).
+the shared models' architectures with random weights (torchvision; bert_mini as a transformers
+BERT of its shape: 4 layers, hidden 256, 4 heads, FFN 1024, sequence 128; resnet18_b32 and
+bert_mini_b32 at batch 32). SGEMM also in device time only (CUDA events, operands on the GPU).
 
   torch_peers.py BUNDLE [REPEAT]
 """
@@ -45,6 +44,7 @@ def models():
     cfg = BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
     bert = BertModel(cfg).cuda().eval()
     yield "bert_mini", lambda ids: bert(ids).pooler_output, torch.randint(0, 1000, (1, 128))
+    yield "bert_mini_b32", lambda ids: bert(ids).pooler_output, torch.randint(0, 1000, (32, 128))
 
 
 def main():
