@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "device_internal.h"
@@ -117,8 +118,17 @@ void* opencl_library() {
   std::lock_guard<std::mutex> lock(mutex);
   if (!lib) {
 #ifdef LM_ID_NEWLM  // glibc
-    lib = process_holds_llvm() ? dlmopen(LM_ID_NEWLM, "libOpenCL.so.1", RTLD_NOW)
-                               : dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    const bool own_namespace = process_holds_llvm();
+    // The dynamic loader is one for every namespace, and it allocates with the first
+    // namespace's malloc. The driver's threads are created by the second namespace's libc, so
+    // the first one still believes the process single-threaded and takes its malloc's lock-free
+    // path: a driver thread's dlopen (PoCL loading a cached kernel) then raced the main thread's
+    // allocations and corrupted the heap (`kiln run` of gpt2_tiny on PoCL aborted in 4 of 10
+    // runs; never under valgrind, whose one malloc serves both). One thread started through
+    // the first libc marks it multi-threaded for good.
+    if (own_namespace) std::thread([] {}).join();
+    lib = own_namespace ? dlmopen(LM_ID_NEWLM, "libOpenCL.so.1", RTLD_NOW)
+                        : dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
 #else
     lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
 #endif

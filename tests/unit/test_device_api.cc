@@ -3,6 +3,7 @@
 // These tests run within kiln_tests, a process that holds LLVM 16, as the compiler does: the
 // OpenCL ones check that PoCL (and its own LLVM) works there (GPU.md, "Toolkit facts").
 #include <dlfcn.h>
+#include <sys/single_threaded.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -251,6 +252,25 @@ TEST_CASE("device: OpenCL tells a buffer of its context that is big enough from 
   CHECK_THAT(dev->buffer_problem(b, 400), Contains("belongs to another OpenCL context than the module's"));
   other->free(b);
   dev->free(a);
+}
+
+// In a process holding LLVM the OpenCL driver runs in a link-map namespace of its own, with a
+// second libc whose threads the first one does not see; the dynamic loader, shared by both,
+// allocates with the first libc's malloc when a driver thread calls dlopen. Unless the first
+// libc knows the process is multi-threaded its malloc takes no lock, and the heap was corrupted
+// (opencl.cc). Needs a fresh process (CTest runs each case in one).
+TEST_CASE("device: OpenCL in a process holding LLVM leaves the process's libc multi-threaded", "[device]") {
+  if (!dlopen("libLLVM-16.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    WARN("skipped: this process holds no LLVM (OpenCL's loader is in the default namespace)");
+    return;
+  }
+  if (!__libc_single_threaded) {
+    WARN("skipped: this process already started threads");
+    return;
+  }
+  auto dev = opencl_or_skip();
+  if (!dev) return;
+  CHECK(__libc_single_threaded == 0);
 }
 
 TEST_CASE("device: OpenCL build errors carry the build log", "[device]") {
