@@ -2,10 +2,12 @@
 // plain lowering (no packed weights or blocked layouts; dense as one plain reduction) and
 // scheduled by a GPU template: injective groups by injective_gpu.h, windowed pools by
 // pool_gpu.h, 2-d depthwise convs by depthwise_gpu.h, products and 2-d float32 convs of one
-// group by shared-memory tiles (matmul_gpu.h), and everything else by the generic GPU template
+// group by shared-memory tiles (matmul_gpu.h), other 2-d convs by direct shared-memory tiles
+// (conv_direct_gpu.h), and everything else by the generic GPU template
 // (generic_gpu.h), so every group that compiles for a CPU compiles for a GPU. A group a
 // template does not take gets the generic one under its own name, "gpu_generic", so the
 // fallback shows in the tuning task it makes.
+#include "kiln/schedule/templates/conv_direct_gpu.h"
 #include "kiln/schedule/templates/depthwise_gpu.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/injective_gpu.h"
@@ -76,8 +78,9 @@ void add_gpu_strategies(StrategyTable* table) {
   };
   // Convolutions: 2-d float32 ones of one group as implicit GEMMs in shared-memory tiles
   // (matmul_gpu.h), 2-d depthwise ones in shared-memory tiles of a channel plane
-  // (depthwise_gpu.h); others (1-d, 3-d, grouped, float16) as plain NC[D]HW reductions, which
-  // the generic schedule computes in a register inside their epilogue's thread.
+  // (depthwise_gpu.h), other 2-d ones (grouped, float16 / bfloat16) directly in shared-memory
+  // tiles of a group's channels (conv_direct_gpu.h); 1-d and 3-d ones as plain NC[D]HW
+  // reductions, which the generic schedule computes in a register inside their epilogue's thread.
   auto conv = [generic](const relay::FusedGroup& g, const Target&, const StrategyOptions&) {
     const relay::CallNode& call = *g.anchor.as<relay::CallNode>();
     const ConvNdAttrs a = conv_attrs(call.attrs, false);
@@ -91,7 +94,9 @@ void add_gpu_strategies(StrategyTable* table) {
       };
       return s;
     }
-    Strategy s = depthwise && a.dims() == 2 ? anchored("gpu_depthwise", schedule::schedule_depthwise_gpu) : generic;
+    Strategy s = a.dims() != 2 ? generic
+                 : depthwise   ? anchored("gpu_depthwise", schedule::schedule_depthwise_gpu)
+                               : anchored("gpu_conv_direct", schedule::schedule_conv_direct_gpu);
     s.lower = [a, base, depthwise](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
       return std::vector<te::Tensor>{depthwise ? te::ops::depthwise_conv_nd(in[0], in[1], a, 1, "dw" + base)
                                                : te::ops::conv_nd_plain(in[0], in[1], a, base)};

@@ -29,6 +29,7 @@
 #include "kiln/codegen/driver.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/transforms.h"
+#include "kiln/schedule/templates/conv_direct_gpu.h"
 #include "kiln/schedule/templates/depthwise_gpu.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/injective_gpu.h"
@@ -200,6 +201,70 @@ Op conv_gemm_op() {
   return op;
 }
 
+// relu(conv + bias[oc]) of a 3x3 conv of [1, 16, 9, 9] in 4 groups to 16 channels, stride 2,
+// padded by 1 (output 5 x 5), directly on NCHW.
+Op conv_direct_grouped_op() {
+  const int c = 16, h = 9, w = 9, oc = 16, groups = 4;
+  te::ops::ConvNdAttrs a;
+  a.strides = {2, 2};
+  a.padding = {1, 1, 1, 1};
+  a.dilation = {1, 1};
+  a.groups = groups;
+  te::Tensor x = te::placeholder({1, c, h, w}, f32, "X");
+  te::Tensor wt = te::placeholder({oc, c / groups, 3, 3}, f32, "W");
+  te::Tensor bias = te::placeholder({oc}, f32, "bias");
+  te::Tensor conv = te::ops::conv_nd_plain(x, wt, a, "conv2d");
+  te::Tensor y = te::compute(conv.shape(), [&](const std::vector<ir::Var>& v) {
+    return ir::max(conv(std::vector<ir::Expr>(v.begin(), v.end())) + bias(v[1]), ir::make_zero(f32));
+  }, "relu");
+  ref::Conv2dShape shape{1, c, h, w, oc, 3, 3};
+  shape.stride = 2, shape.pad = 1, shape.groups = groups;
+  Op op{"conv2d 3x3/2 16->16 in 4 groups + bias + relu", {x, wt, bias, y},
+        anchored({y}, conv, schedule::schedule_conv_direct_gpu),
+        {ref::random_floats(c * h * w, 13, -4.f, 4.f), ref::random_floats(oc * (c / groups) * 9, 14, -4.f, 4.f),
+         ref::random_floats(oc, 15, -4.f, 4.f)}, {}, {}};
+  op.want = bias_relu(ref::conv2d_nchw(op.inputs[0], op.inputs[1], shape), op.inputs[2],
+                      size_t(shape.out_h()) * shape.out_w());
+  op.scale = ref::conv2d_nchw(abs_of(op.inputs[0]), abs_of(op.inputs[1]), shape);
+  return op;
+}
+
+// A float16 3x3 conv of one group, dilation 2, padded by 2, of [1, 6, 10, 7] to 12 channels:
+// float32 data and weights cast to float16 (the casts computed inside the shared-memory copies),
+// the sum rounded to float16 and read back as float32. The inputs are multiples of 1/2 in
+// [-2, 2], so every sum is a multiple of 1/4 below 2048: exact in float16, as in the reference.
+Op conv_direct_f16_op() {
+  const int c = 6, h = 10, w = 7, oc = 12;
+  const ir::DataType f16 = ir::DataType::f16();
+  te::ops::ConvNdAttrs a;
+  a.strides = {1, 1};
+  a.padding = {2, 2, 2, 2};
+  a.dilation = {2, 2};
+  te::Tensor x = te::placeholder({1, c, h, w}, f32, "X");
+  te::Tensor wt = te::placeholder({oc, c, 3, 3}, f32, "W");
+  auto to_f16 = [&](const te::Tensor& t, const std::string& name) {
+    return te::compute(t.shape(), [&](const std::vector<ir::Var>& v) {
+      return ir::cast(f16, t(std::vector<ir::Expr>(v.begin(), v.end())));
+    }, name);
+  };
+  te::Tensor conv = te::ops::conv_nd_plain(to_f16(x, "X.f16"), to_f16(wt, "W.f16"), a, "conv2d");
+  te::Tensor y = te::compute(conv.shape(), [&](const std::vector<ir::Var>& v) {
+    return ir::cast(f32, conv(std::vector<ir::Expr>(v.begin(), v.end())));
+  }, "to_f32");
+  auto halves = [](std::vector<float> v) {
+    for (float& e : v) e = std::round(e * 2) / 2;
+    return v;
+  };
+  ref::Conv2dShape shape{1, c, h, w, oc, 3, 3};
+  shape.pad = 2, shape.dilation = 2;
+  Op op{"float16 conv2d 3x3 dilated 2, 6->12", {x, wt, y}, anchored({y}, conv, schedule::schedule_conv_direct_gpu),
+        {halves(ref::random_floats(c * h * w, 16, -2.f, 2.f)), halves(ref::random_floats(oc * c * 9, 17, -2.f, 2.f))},
+        {}, {}};
+  op.want = ref::conv2d_nchw(op.inputs[0], op.inputs[1], shape);
+  op.scale = op.want;
+  return op;
+}
+
 std::vector<Op> template_ops(const std::string& tmpl) {
   if (tmpl == "gpu_generic") return {softmax_op()};
   if (tmpl == "gpu_injective") return {add_relu_op()};
@@ -207,6 +272,7 @@ std::vector<Op> template_ops(const std::string& tmpl) {
   if (tmpl == "gpu_depthwise") return {depthwise_op(4, 13, 19, 1, true), depthwise_op(3, 17, 15, 2, false)};
   if (tmpl == "gpu_matmul") return {dense_op()};
   if (tmpl == "gpu_conv_gemm") return {conv_gemm_op()};
+  if (tmpl == "gpu_conv_direct") return {conv_direct_grouped_op(), conv_direct_f16_op()};
   FAIL("no representative op for template " << tmpl);
   return {};
 }
@@ -428,6 +494,10 @@ TEST_CASE("gpu templates: gpu_conv_gemm over the corners of its knob space", "[g
   check_template("gpu_conv_gemm", 1);
 }
 
+TEST_CASE("gpu templates: gpu_conv_direct over the corners of its knob space", "[gpu][gpu_templates]") {
+  check_template("gpu_conv_direct", 0);
+}
+
 TEST_CASE("gpu templates refuse what they do not take and say why", "[gpu][gpu_templates]") {
   const Target t = opencl_target();
   te::Tensor x = te::placeholder({4, 100}, f32, "X");
@@ -441,8 +511,17 @@ TEST_CASE("gpu templates refuse what they do not take and say why", "[gpu][gpu_t
                     Catch::Contains("pool_gpu: 'square' is not a windowed pool"));
   CHECK_THROWS_WITH(schedule::schedule_anchor_gpu({r}, r, schedule::schedule_depthwise_gpu, t, cfg),
                     Catch::Contains("depthwise_gpu: 'square' is not a 2-d depthwise convolution"));
-  // The default 8 x 32 tile of a 3x3 window reads 10 x 34 floats: 1360 bytes.
+  // The default 8 x 32 tile of a 3x3 window reads 10 x 34 floats, clipped to the 15 x 21 padded
+  // plane as lowering clips it: 10 x 21 floats, 840 bytes.
   const Op dw = depthwise_op(4, 13, 19, 1, true);
-  CHECK_THROWS_WITH(dw.schedule(Target::parse("opencl -max-shared=1024"), cfg),
-                    Catch::Contains("tile staging 1360 bytes of input exceeds the target's 1024 shared bytes"));
+  CHECK_THROWS_WITH(dw.schedule(Target::parse("opencl -max-shared=512"), cfg),
+                    Catch::Contains("tile staging 840 bytes of input exceeds the target's 512 shared bytes"));
+  CHECK_THROWS_WITH(schedule::schedule_anchor_gpu({r}, r, schedule::schedule_conv_direct_gpu, t, cfg),
+                    Catch::Contains("conv_direct_gpu: 'square' is not a 2-d convolution"));
+  // A 4 x 32 x 32 tile of the grouped conv (stride 2) reads the whole padded 11 x 11 plane of
+  // each of its group's 4 channels, and 4 x 4 x 3 x 3 weights: 2512 bytes.
+  schedule::Config big = schedule::Config::with_choices({{"tile_oc", 2}, {"tile_h", 5}, {"tile_w", 5}, {"tile_rc", 5}});
+  CHECK_THROWS_WITH(conv_direct_grouped_op().schedule(Target::parse("opencl -max-shared=1024"), big),
+                    Catch::Contains("conv_direct_gpu: a 4 x 32 x 32 tile staging 2512 bytes per slice of 32 input "
+                                    "channels exceeds the target's 1024 shared bytes"));
 }

@@ -94,10 +94,7 @@ void cross_thread_reduction(Schedule& s, const Stage& st, int64_t threads) {
 }  // namespace
 
 void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, const Target& target, Config& cfg) {
-  std::vector<int64_t> choices;
-  for (int64_t t = 64; t <= target.gpu.max_threads_per_block; t *= 2) choices.push_back(t);
-  KILN_USER_CHECK(!choices.empty()) << "target '" << target.str() << "' allows fewer than 64 threads per block";
-  const int64_t threads = cfg.define_knob("threads", choices, std::min<int64_t>(256, choices.back()));
+  const int64_t threads = define_threads_knob(cfg, target, 64, 256);
   for (const Stage& st : s.stages()) {
     const auto* c = st->op.as<te::ComputeOpNode>();
     if (c && !c->is_reduction() && !st->is_output) Stage(st).compute_inline();
@@ -145,6 +142,14 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
     bind_elementwise_gpu(st, threads, target);
   }
   (void)outputs;
+}
+
+int64_t define_threads_knob(Config& cfg, const Target& target, int64_t least, int64_t preferred) {
+  std::vector<int64_t> choices;
+  for (int64_t t = least; t <= target.gpu.max_threads_per_block; t *= 2) choices.push_back(t);
+  KILN_USER_CHECK(!choices.empty()) << "target '" << target.str() << "' allows fewer than " << least
+                                    << " threads per block";
+  return cfg.define_knob("threads", choices, std::min(preferred, choices.back()));
 }
 
 int64_t pow2_at_least(int64_t n, int64_t cap) {

@@ -41,11 +41,7 @@ void schedule_injective_gpu(Schedule& s, const std::vector<te::Tensor>& outputs,
     KILN_USER_CHECK(!c || !c->is_reduction()) << "injective_gpu: stage '" << st.name()
                                               << "' is a reduction; the generic GPU schedule computes such groups";
   }
-  std::vector<int64_t> thread_choices;
-  for (int64_t t = 64; t <= target.gpu.max_threads_per_block; t *= 2) thread_choices.push_back(t);
-  KILN_USER_CHECK(!thread_choices.empty()) << "target '" << target.str() << "' allows fewer than 64 threads per block";
-  const int64_t threads =
-      cfg.define_knob("threads", thread_choices, std::min<int64_t>(256, thread_choices.back()));
+  const int64_t threads = define_threads_knob(cfg, target, 64, 256);
   // The defaults follow the largest output: 16-byte runs per thread while the grid still has
   // two blocks per multiprocessor.
   int64_t numel = 1, bytes = 4;

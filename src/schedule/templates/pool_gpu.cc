@@ -29,10 +29,7 @@ void schedule_pool_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& p
   const te::Tensor red = window_reduction(pool);
   KILN_USER_CHECK(red.defined() && red.ndim() >= 3 && red.shape() == pool.shape())
       << "pool_gpu: '" << pool.op().name() << "' is not a windowed pool over NC[D]HW data";
-  std::vector<int64_t> thread_choices;
-  for (int64_t t = 64; t <= target.gpu.max_threads_per_block; t *= 2) thread_choices.push_back(t);
-  KILN_USER_CHECK(!thread_choices.empty()) << "target '" << target.str() << "' allows fewer than 64 threads per block";
-  const int64_t threads = cfg.define_knob("threads", thread_choices, std::min<int64_t>(256, thread_choices.back()));
+  const int64_t threads = define_threads_knob(cfg, target, 64, 256);
   const int64_t width = pool.shape().back();
   const int64_t per_thread = std::min(cfg.define_knob("outputs_per_thread", {1, 2, 4, 8}, 1), pow2_at_least(width, 8));
 

@@ -26,6 +26,11 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
 // The smallest power of two >= n, at most cap (thread counts, tile edges).
 int64_t pow2_at_least(int64_t n, int64_t cap);
 
+// The knob `threads` of a GPU template: the powers of two from `least` to the target's threads
+// per block, `preferred` by default (capped at the largest). kiln::Error naming the target when
+// it allows fewer than `least`.
+int64_t define_threads_knob(Config& cfg, const Target& target, int64_t least, int64_t preferred);
+
 // Binds one root stage as above: its data-parallel axes fused, split by `threads`.
 void bind_elementwise_gpu(Stage st, int64_t threads, const Target& target);
 
