@@ -27,24 +27,6 @@ namespace {
 
 
 
-// A kernel made racy on purpose: its `which`-th barrier (0-based, in program order) replaced by
-// a no-op.
-class DropBarrier : public ir::StmtMutator {
- public:
-  explicit DropBarrier(int which) : which_(which) {}
-  int barriers = 0;  // met so far
-
- protected:
-  ir::Stmt visit_evaluate(const ir::EvaluateNode* op, const ir::Stmt& self) override {
-    const auto* c = op->value.as<ir::CallNode>();
-    if (!c || c->name != "kiln_barrier" || barriers++ != which_) return self;
-    return ir::evaluate(ir::make_zero(ir::DataType::i32()));
-  }
-
- private:
-  int which_;
-};
-
 // One run of the matmul template's dense (no epilogue) at knobs `choices` on `dev`.
 struct DenseRun {
   std::string source;
@@ -130,7 +112,7 @@ TEST_CASE("race check: the dense kernel with a barrier removed reports races", "
     opt.race_check = true;
     int dropped = 0;
     opt.after_sync = [&](const ir::PrimFunc& kernel) {
-      DropBarrier drop(barrier);
+      test::DropBarrier drop(barrier);
       ir::PrimFunc f = kernel;
       f.body = drop.mutate_stmt(kernel.body);
       REQUIRE(drop.barriers == 2);  // the K loop's two and no other
@@ -208,7 +190,7 @@ TEST_CASE("race check: the cross-thread reduction of softmax is race-free, and r
     opt.race_check = true;
     if (drop >= 0) opt.after_sync = [drop](const ir::PrimFunc& k) {
       ir::PrimFunc out = k;
-      out.body = DropBarrier(drop).mutate_stmt(k.body);
+      out.body = test::DropBarrier(drop).mutate_stmt(k.body);
       return out;
     };
     codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, y}, "softmax")}, t, opt);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/codegen/gpu_build.h"
+#include "kiln/ir/functor.h"
 #include "kiln/runtime/device_api.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/support/error.h"
@@ -46,6 +47,24 @@ struct RaceReport {
   int count = 0;             // racy accesses
   int write_after_read = 0;  // of which writes after reads (the rest: reads after writes)
   std::string first;         // the first, e.g. "dense.X_shared[17]: read after write"; empty if none
+};
+
+// A kernel made racy on purpose (GpuBuildOptions::after_sync): its `which`-th barrier (0-based,
+// in program order) replaced by a no-op.
+class DropBarrier : public ir::StmtMutator {
+ public:
+  explicit DropBarrier(int which) : which_(which) {}
+  int barriers = 0;  // met so far
+
+ protected:
+  ir::Stmt visit_evaluate(const ir::EvaluateNode* op, const ir::Stmt& self) override {
+    const auto* c = op->value.as<ir::CallNode>();
+    if (!c || c->name != "kiln_barrier" || barriers++ != which_) return self;
+    return ir::evaluate(ir::make_zero(ir::DataType::i32()));
+  }
+
+ private:
+  int which_;
 };
 
 // Runs program `index` of `m` (an opencl module) on `dev`: every argument copied in, the

@@ -306,17 +306,6 @@ std::vector<double> run_reduction(runtime::DeviceAPI& dev, const Reduction& r, c
   return std::vector<double>(out.begin(), out.end());
 }
 
-// A kernel made racy on purpose: its `which`-th barrier (0-based, in program order) a no-op.
-struct DropBarrier : ir::StmtMutator {
-  explicit DropBarrier(int w) : which(w) {}
-  int which, seen = 0;
-  ir::Stmt visit_evaluate(const ir::EvaluateNode* op, const ir::Stmt& self) override {
-    const auto* c = op->value.as<ir::CallNode>();
-    if (!c || c->name != "kiln_barrier" || seen++ != which) return self;
-    return ir::evaluate(ir::make_zero(ir::DataType::i32()));
-  }
-};
-
 const std::vector<std::string> kReductions = {"sum", "max", "min", "prod", "argmax", "argmin", "softmax", "layer_norm"};
 
 }  // namespace
@@ -368,10 +357,10 @@ TEST_CASE("race check: the trees report no races, and races without any one of t
     opt.race_check = true;
     int barriers = 0;
     opt.after_sync = [&](const ir::PrimFunc& k) {
-      DropBarrier d(drop);
+      test::DropBarrier d(drop);
       ir::PrimFunc out = k;
       out.body = d.mutate_stmt(k.body);
-      barriers = d.seen;
+      barriers = d.barriers;
       return out;
     };
     codegen::GpuModule m = build_generic(all_args(r), {r.out}, t, 2, opt);
