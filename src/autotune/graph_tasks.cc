@@ -127,14 +127,20 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
       if (!reference) {
         ir::PrimFunc f = build_func(nullptr);
         reference = target.is_gpu()
-                        ? KernelReference::make(f, num_outputs, options.input_seed,
-                                                run_gpu_on_host(codegen::build_gpu({f}, target)))
+                        ? KernelReference::make(f, num_outputs, options.input_seed, run_gpu_on_host(build_device(f)))
                         : KernelReference::make(codegen::build({f}, target), f, num_outputs, options.input_seed);
       }
       return reference;
     }
+    // A GPU kernel's module, with the cubin of the target's own sm only (and its PTX): the one
+    // GPU it runs on.
+    codegen::GpuModule build_device(const ir::PrimFunc& f) const {
+      codegen::GpuBuildOptions o;
+      if (target.kind == TargetKind::kCUDA) o.image_sms = {target.gpu.sm};
+      return codegen::build_gpu({f}, target, o);
+    }
     MeasureFn measure(const ir::PrimFunc& f, const std::shared_ptr<const KernelReference>& ref) const {
-      if (target.is_gpu()) return measure_gpu_kernel(codegen::build_gpu({f}, target), ref, options.timer, options.tolerance);
+      if (target.is_gpu()) return measure_gpu_kernel(build_device(f), ref, options.timer, options.tolerance);
       return measure_kernel(codegen::build({f}, target), f, ref, options.timer, options.tolerance, cold_inputs);
     }
   };

@@ -45,7 +45,8 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
   const source::Language lang = target.kind == TargetKind::kCUDA ? source::Language::kCUDA : source::Language::kOpenCL;
   m.source = source::print_module(m.programs, source::dialect(lang), m.race_check, &m.race_checked_buffers);
   if (lang == source::Language::kCUDA && options.compile) {
-    source::NvrtcResult r = source::compile_cuda(m.source, target.cuda_image_sms());
+    source::NvrtcResult r =
+        source::compile_cuda(m.source, options.image_sms.empty() ? target.cuda_image_sms() : options.image_sms);
     m.images = std::move(r.images);
     for (const source::KernelResources& k : r.resources)
       m.notes.push_back(fmt::format("kernel {} (sm_{}): {} registers, {} bytes shared, {} bytes stack, spills {}/{} bytes",

@@ -45,6 +45,10 @@ struct GpuModule {
 struct GpuBuildOptions {
   // CUDA: compile the source with NVRTC (false: print it only, e.g. to save it for reading).
   bool compile = true;
+  // CUDA: cubins for these sms and the PTX of the highest; empty: the target's images
+  // (Target::cuda_image_sms). The tuner builds the target's own sm only: a candidate runs on
+  // one GPU, and NVRTC's time is most of a candidate's build.
+  std::vector<int> image_sms;
   // OpenCL only (kiln::Error for CUDA): print kernels that check their own shared-memory
   // accesses for races, the check GPU.md describes for PoCL, which runs the work-items of a
   // group one after another between barriers and so often computes the right numbers from a
