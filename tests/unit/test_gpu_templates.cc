@@ -97,20 +97,26 @@ Op softmax_op() {
   return op;
 }
 
-Op add_relu_op() {
-  const int rows = 37, cols = 129;  // 4773 elements: no block or vector divides them
+// relu(A + B[j]) * C[i] over [rows, cols]: B broadcast along the rows, C along the columns.
+// 129 columns: no block or vector divides them (the vector elements of a thread lie threads
+// apart); 128: a thread's elements are neighbours, read and written as float4 (B too).
+Op add_relu_op(int cols) {
+  const int rows = 37;
   te::Tensor a = te::placeholder({rows, cols}, f32, "A");
   te::Tensor b = te::placeholder({cols}, f32, "B");
+  te::Tensor c = te::placeholder({rows}, f32, "C");
   te::Tensor sum = te::compute({rows, cols}, [&](ir::Var i, ir::Var j) { return a(i, j) + b(j); }, "add");
-  te::Tensor y = te::compute({rows, cols}, [&](ir::Var i, ir::Var j) { return ir::max(sum(i, j), ir::make_zero(f32)); },
-                             "relu");
-  Op op{"relu(A + B) 37x129", {a, b, y}, [y](const Target& t, schedule::Config& cfg) {
+  te::Tensor y = te::compute(
+      {rows, cols}, [&](ir::Var i, ir::Var j) { return ir::max(sum(i, j), ir::make_zero(f32)) * c(i); }, "relu");
+  Op op{"relu(A + B) * C 37x" + std::to_string(cols), {a, b, c, y}, [y](const Target& t, schedule::Config& cfg) {
           schedule::Schedule s = schedule::create({y});
           schedule::schedule_injective_gpu(s, {y}, t, cfg);
           return s;
-        }, {ref::random_floats(rows * cols, 2, -4.f, 4.f), ref::random_floats(cols, 3, -4.f, 4.f)}, {}, {}};
+        }, {ref::random_floats(rows * cols, 2, -4.f, 4.f), ref::random_floats(cols, 3, -4.f, 4.f),
+            ref::random_floats(rows, 4, -2.f, 2.f)}, {}, {}};
   for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < cols; ++j) op.want.push_back(std::max(op.inputs[0][i * cols + j] + op.inputs[1][j], 0.f));
+    for (int j = 0; j < cols; ++j)
+      op.want.push_back(std::max(op.inputs[0][i * cols + j] + op.inputs[1][j], 0.f) * op.inputs[2][i]);
   op.scale = op.want;
   return op;
 }
@@ -267,7 +273,7 @@ Op conv_direct_f16_op() {
 
 std::vector<Op> template_ops(const std::string& tmpl) {
   if (tmpl == "gpu_generic") return {softmax_op()};
-  if (tmpl == "gpu_injective") return {add_relu_op()};
+  if (tmpl == "gpu_injective") return {add_relu_op(129), add_relu_op(128)};
   if (tmpl == "gpu_pool") return {pool_op(true), pool_op(false)};
   if (tmpl == "gpu_depthwise") return {depthwise_op(4, 13, 19, 1, true), depthwise_op(3, 17, 15, 2, false)};
   if (tmpl == "gpu_matmul") return {dense_op()};
@@ -474,6 +480,25 @@ TEST_CASE("gpu templates: gpu_generic over the corners of its knob space", "[gpu
 
 TEST_CASE("gpu templates: gpu_injective over the corners of its knob space", "[gpu][gpu_templates]") {
   check_template("gpu_injective", 0);
+  // The default: vector accesses where the columns divide by the vector (B's too), else scalar
+  // ones. 4736 elements leave too few blocks for 4 floats a thread on 4 multiprocessors: float2.
+  for (int cols : {128, 129}) {
+    const Op op = add_relu_op(cols);
+    schedule::Config cfg;
+    codegen::GpuBuildOptions print_only;
+    print_only.compile = false;
+    const std::string cuda =
+        codegen::build_gpu({codegen::lower_to_ir(op.schedule(cuda_target(), cfg), op.args, "relu")}, cuda_target(),
+                           print_only)
+            .source;
+    INFO(cfg.str() << "\n" << cuda);
+    if (cols == 128)
+      CHECK_THAT(cuda, Catch::Contains("*reinterpret_cast<const float2*>(A + ") &&
+                           Catch::Contains("*reinterpret_cast<const float2*>(B + ") &&
+                           Catch::Contains("*reinterpret_cast<float2*>(relu + "));
+    else
+      CHECK_THAT(cuda, !Catch::Contains("reinterpret_cast"));
+  }
 }
 
 TEST_CASE("gpu templates: gpu_pool over the corners of its knob space", "[gpu][gpu_templates]") {

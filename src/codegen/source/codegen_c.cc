@@ -5,6 +5,14 @@
 // float min/max (a < b ? a : b, as the LLVM backend: NaN picks the second operand), are helper
 // functions of the preamble so no operand is evaluated twice.
 //
+// Vector IR prints lane by lane through scalar IR (lane_of), so lanes reuse every scalar rule
+// (16-bit floats, bools, helpers, race checks); the one vector form printed is the aligned
+// contiguous access of a parameter (codegen_c.h). A vector load runs once into registers before
+// the statement, unless it sits where C evaluates conditionally (a select's branch, the right
+// side of && and ||: a padding guard): those lanes load one by one under their condition. A
+// masked store (vectorize_loops' form of a lane-dependent if) stores lane by lane under each
+// lane's condition, never a whole vector.
+//
 // The race-checking build (print_module's race_check, GpuBuildOptions::race_check) routes every
 // access of a shared buffer through a helper that checks and updates the buffer's shadow state
 // (kRaceCheckFunctions), so a load stays an expression; barriers advance a per-work-item epoch.
@@ -19,7 +27,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
+#include "kiln/ir/structural.h"
 #include "kiln/support/error.h"
 
 namespace kiln::codegen::source {
@@ -69,6 +79,7 @@ class KernelPrinter {
     std::string params;
     for (const ir::Buffer& b : f_.params) {
       check_type(b->dtype, "parameter '" + b->name + "'");
+      params_.insert(b->data.get());
       params += (params.empty() ? "" : ", ") +
                 d_.global_param(d_.type_name(b->dtype), name_of(b->data), !written.count(b->data.get()));
     }
@@ -96,13 +107,18 @@ class KernelPrinter {
   std::string name_of(const ir::Var& v) {
     auto it = names_.find(v.get());
     if (it != names_.end()) return it->second;
+    return names_[v.get()] = fresh_name(v.name());
+  }
+
+  // A C name from `name` that no other variable of the kernel takes.
+  std::string fresh_name(const std::string& name) {
     std::string base;
-    for (char c : v.name()) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    for (char c : name) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0])) || reserved_name(base)) base = "v_" + base;
     std::string n = base;
     for (int i = 1; used_.count(n); ++i) n = base + "_" + std::to_string(i);
     used_.insert(n);
-    return names_[v.get()] = n;
+    return n;
   }
 
   void check_type(DataType t, const std::string& what) {
@@ -202,6 +218,8 @@ class KernelPrinter {
   // An expression's C text; a 16-bit float result of arithmetic, a conversion or a call is
   // rounded to its type (computed in float: IEEE float16 arithmetic rounds each operation).
   std::string expr(const ir::Expr& e) {
+    KILN_CHECK(e.dtype().is_scalar()) << "kernel '" << f_.name << "': vector " << ir::kind_name(e.kind())
+                                      << " outside a vector store or let";
     std::string s = expr_unrounded(e);
     if (!bits16(e.dtype())) return s;
     const ExprKind k = e.kind();
@@ -234,17 +252,18 @@ class KernelPrinter {
         const auto* l = e.as<ir::BufferLoadNode>();
         KILN_CHECK(l->indices.size() == 1) << "kernel '" << f_.name << "': load of '" << l->buffer->name
                                            << "' is not flattened";
-        const std::string buf = name_of(l->buffer->data), index = expr(l->indices[0]);
-        const Shadow* sh = shadow(l->buffer);
-        std::string access = sh ? helper("rcload", l->buffer->dtype) + "(" + buf + ", " + race_args(*sh, index) + ")"
-                                : buf + "[" + index + "]";
+        std::string access;
+        if (auto regs = registers_.find(l->buffer->data.get()); regs != registers_.end()) {
+          access = register_lane(regs->second, l);
+        } else {
+          const std::string buf = name_of(l->buffer->data), index = expr(l->indices[0]);
+          const Shadow* sh = shadow(l->buffer);
+          access = sh ? helper("rcload", l->buffer->dtype) + "(" + buf + ", " + race_args(*sh, index) + ")"
+                      : buf + "[" + index + "]";
+        }
         if (bits16(l->buffer->dtype)) return from_bits16(l->buffer->dtype, access);
         return l->buffer->dtype.is_bool() ? "(" + access + " != 0)" : access;
       }
-      case ExprKind::Ramp:
-      case ExprKind::Broadcast:
-        KILN_THROW() << "kernel '" << f_.name << "': vector IR (" << ir::kind_name(e.kind())
-                     << ") in a GPU kernel; GPU schedules must not vectorize loops yet";
       default: break;
     }
     if (const auto* b = e.as<ir::BinaryNode>()) return binary(b);
@@ -340,6 +359,132 @@ class KernelPrinter {
     return "((" + type(t) + ")" + d_.warp_shuffle_down("(int)" + v, delta) + ")";
   }
 
+  // A value as a buffer of type t stores it.
+  std::string stored(DataType t, const std::string& v) {
+    if (t.is_bool()) return "(" + d_.type_name(t) + ")(" + v + ")";
+    return bits16(t) ? to_bits16(t, v) : v;
+  }
+
+  // ---- vector IR: lanes and vector accesses ----
+
+  // The lets of a vector statement's value, printed first; returns the value without them.
+  ir::Expr lift_vector_lets(const ir::Expr& value) {
+    std::vector<std::pair<ir::Var, ir::Expr>> lets;
+    ir::Expr out = lift_lets(value, lets);
+    for (const auto& [v, x] : lets) let_lanes(v, x);
+    return out;
+  }
+
+  // A let's binding without let expressions in `value`: one const, or one per lane of a vector.
+  void let_lanes(const ir::Var& v, const ir::Expr& value) {
+    if (v.dtype().is_scalar()) {
+      std::string x = use(value);
+      line(fmt::format("const {} {} = {};", type(v.dtype()), name_of(v), x));
+      return;
+    }
+    read_vector_loads(value);
+    std::vector<ir::Var>& lanes = lanes_.vars[v.get()];
+    for (int i = 0; i < v.dtype().lanes; ++i) {
+      lanes.push_back(ir::Var(v.name(), v.dtype().element_of()));
+      std::string x = use(lane_of(value, i, lanes_));
+      line(fmt::format("const {} {} = {};", type(lanes.back().dtype()), name_of(lanes.back()), x));
+    }
+  }
+
+  // The address of element base + offset of parameter b.
+  std::string address(const ir::Buffer& b, const ir::Expr& base, int offset) {
+    return name_of(b->data) + " + " + use(offset ? ir::add(base, ir::make_int(base.dtype(), offset)) : base);
+  }
+
+  // Reads every load in `e` that is an aligned contiguous access of a parameter and runs
+  // unconditionally into registers, one vector access per vector_access_lanes(); lane_of then
+  // reads those registers.
+  void read_vector_loads(const ir::Expr& e) {
+    struct Find : ir::ExprVisitor {
+      std::vector<const ir::BufferLoadNode*> out;
+      void visit_select(const ir::SelectNode* op) override { visit(op->condition); }
+      void visit_binary(const ir::BinaryNode* op) override {
+        visit(op->a);
+        if (op->kind != ExprKind::And && op->kind != ExprKind::Or) visit(op->b);
+      }
+      void visit_buffer_load(const ir::BufferLoadNode* op) override {
+        if (op->dtype.is_vector()) out.push_back(op);
+        ir::ExprVisitor::visit_buffer_load(op);
+      }
+    } find;
+    find.visit(e);
+    for (const ir::BufferLoadNode* l : find.out) {
+      const DataType t = l->buffer->dtype;
+      const int lanes = l->dtype.lanes, w = vector_access_lanes(t, lanes);
+      if (lanes_.loads.count(l) || !params_.count(l->buffer->data.get()) || w == 1) continue;
+      if (const ir::Buffer* same = read_before(l)) {  // x[i] + x[i]: one read
+        lanes_.loads[l] = *same;
+        continue;
+      }
+      const ir::Expr base = aligned_ramp_base(l->indices[0], w, analyzer_);
+      if (!base.defined()) continue;
+      ir::Buffer regs = ir::Buffer::make(l->buffer->name + "_v", t, {ir::make_int(DataType::i32(), lanes)}, "local");
+      std::vector<std::string>& chunks = registers_[regs->data.get()];
+      for (int c = 0; c < lanes; c += w) {
+        const std::string at = address(l->buffer, base, c);
+        chunks.push_back(fresh_name(l->buffer->name + "_v"));
+        line(fmt::format("const {} {} = {};", d_.vector_type(t, w), chunks.back(), d_.vector_load(t, w, at)));
+      }
+      lanes_.loads[l] = regs;
+    }
+  }
+
+  // The registers of a load of the same vector this statement has read, or null.
+  const ir::Buffer* read_before(const ir::BufferLoadNode* l) const {
+    for (const auto& [other, regs] : lanes_.loads)
+      if (other->buffer.same_as(l->buffer) && ir::structural_equal(other->indices[0], l->indices[0])) return &regs;
+    return nullptr;
+  }
+
+  // Lane l->indices[0] (a constant) of the registers read_vector_loads read for l->buffer.
+  static std::string register_lane(const std::vector<std::string>& chunks, const ir::BufferLoadNode* l) {
+    static const char* const kLane[] = {".x", ".y", ".z", ".w"};
+    const int64_t i = *ir::as_const_int(l->indices[0]);
+    const int64_t w = l->buffer.num_elements() / static_cast<int64_t>(chunks.size());
+    return chunks[i / w] + kLane[i % w];
+  }
+
+  // A store at a vector index (codegen_c.h; the file's comment on masked stores).
+  void vector_store(const ir::BufferStoreNode* st) {
+    const ir::Buffer& b = st->buffer;
+    const ir::Expr& index = st->indices[0];
+    const int lanes = index.dtype().lanes;
+    const ir::Expr value = lift_vector_lets(st->value);
+    const auto* masked = value.as<ir::SelectNode>();
+    const auto* old = masked ? masked->false_value.as<ir::BufferLoadNode>() : nullptr;
+    if (old && old->buffer->data.same_as(b->data) && ir::structural_equal(old->indices[0], index)) {
+      for (int i = 0; i < lanes; ++i) {
+        ir::Stmt lane = ir::buffer_store(b, lane_of(masked->true_value, i, lanes_), {lane_of(index, i, lanes_)});
+        stmt(ir::if_then_else(lane_of(masked->condition, i, lanes_), lane));
+      }
+      return;
+    }
+    read_vector_loads(value);
+    const int w = vector_access_lanes(b->dtype, lanes);
+    const ir::Expr base = w > 1 && params_.count(b->data.get()) ? aligned_ramp_base(index, w, analyzer_) : ir::Expr();
+    if (!base.defined()) {
+      for (int i = 0; i < lanes; ++i) stmt(ir::buffer_store(b, lane_of(value, i, lanes_), {lane_of(index, i, lanes_)}));
+      return;
+    }
+    std::vector<std::string> v;
+    for (int i = 0; i < lanes; ++i) v.push_back(stored(b->dtype, use(lane_of(value, i, lanes_))));
+    for (int c = 0; c < lanes; c += w) {
+      const std::string at = address(b, base, c);
+      line(d_.vector_store(b->dtype, w, at, d_.vector_value(b->dtype, {v.begin() + c, v.begin() + c + w})));
+    }
+  }
+
+  // Registers read for one statement serve that statement only (their loads are its nodes).
+  void end_vector_statement() {
+    lanes_.loads.clear();
+    registers_.clear();
+  }
+
   // An expression for use in the statement printed next (pending lets go first).
   std::string use(const ir::Expr& e) {
     std::string s = expr(e);
@@ -357,8 +502,14 @@ class KernelPrinter {
         return;
       case ir::StmtKind::LetStmt: {
         const auto* l = s.as<ir::LetStmtNode>();
-        std::string v = use(l->value);
-        line(fmt::format("const {} {} = {};", type(l->var.dtype()), name_of(l->var), v));
+        if (l->var.dtype().is_vector()) {
+          let_lanes(l->var, lift_vector_lets(l->value));
+          end_vector_statement();
+        } else {
+          std::string v = use(l->value);
+          line(fmt::format("const {} {} = {};", type(l->var.dtype()), name_of(l->var), v));
+          if (l->var.dtype().is_integer()) analyzer_.bind_value(l->var, l->value);  // for aligned_ramp_base
+        }
         stmt(l->body);
         return;
       }
@@ -367,10 +518,13 @@ class KernelPrinter {
         const auto* st = s.as<ir::BufferStoreNode>();
         KILN_CHECK(st->indices.size() == 1) << "kernel '" << f_.name << "': store to '" << st->buffer->name
                                             << "' is not flattened";
+        if (st->indices[0].dtype().is_vector()) {
+          vector_store(st);
+          end_vector_statement();
+          return;
+        }
         std::string idx = use(st->indices[0]);
-        std::string v = use(st->value);
-        if (st->buffer->dtype.is_bool()) v = "(" + d_.type_name(st->buffer->dtype) + ")(" + v + ")";
-        if (bits16(st->buffer->dtype)) v = to_bits16(st->buffer->dtype, v);
+        std::string v = stored(st->buffer->dtype, use(st->value));
         const std::string buf = name_of(st->buffer->data);
         if (const Shadow* sh = shadow(st->buffer))
           line(helper("rcstore", st->buffer->dtype) + "(" + buf + ", " + race_args(*sh, idx) + ", " + v + ");");
@@ -470,6 +624,11 @@ class KernelPrinter {
   int indent_ = 0;
   int pow_count_ = 0;
   std::unordered_map<const ir::VarNode*, std::string> names_;
+  std::unordered_set<const ir::VarNode*> params_;  // their data: what vector accesses may read and write
+  ir::arith::Analyzer analyzer_;                   // knows the lets printed so far
+  LaneMap lanes_;
+  // Registers read_vector_loads filled, by their buffer's data: a vector variable per access.
+  std::unordered_map<const ir::VarNode*, std::vector<std::string>> registers_;
   std::unordered_set<std::string> used_;
   std::vector<std::string> pending_;
 };

@@ -8,6 +8,14 @@
 // __local declarations at the kernel's outermost scope), guards a thread-bound loop whose extent
 // is below the launch's, and gives read-only parameters `const` (CUDA loads them through the
 // read-only data path).
+//
+// Vector IR (a vectorized loop, ir::vectorize_loops) prints lane by lane, except that a
+// contiguous load or store of a kernel parameter whose first element the analyzer proves a
+// multiple of the vector's lanes is one vector access (float4, vload4). GPU threads compute
+// in scalars (CUDA has no float4 arithmetic; a GPU's float4 add is four adds either way), so
+// the wide memory access is all a vector buys and all the dialects need to print. Parameters
+// are 64-byte aligned (the runtime's plan; runtime/ndarray.h), so the element's alignment is
+// the pointer's.
 #pragma once
 
 #include <string>
@@ -49,6 +57,14 @@ class Dialect {
   // The constants +inf and NaN of float type t.
   virtual std::string infinity(ir::DataType t) const = 0;
   virtual std::string nan(ir::DataType t) const = 0;
+  // Vectors of 2 or 4 elements of storage type t (at most 16 bytes; lanes read as .x .y .z .w
+  // in both dialects): the type ("float4"), a load from and a store to `address` (global
+  // memory aligned to the vector), and a vector from its lanes' values.
+  virtual std::string vector_type(ir::DataType t, int lanes) const = 0;
+  virtual std::string vector_load(ir::DataType t, int lanes, const std::string& address) const = 0;
+  virtual std::string vector_store(ir::DataType t, int lanes, const std::string& address,
+                                   const std::string& value) const = 0;
+  virtual std::string vector_value(ir::DataType t, const std::vector<std::string>& lanes) const = 0;
 };
 
 const Dialect& cuda_dialect();
@@ -56,8 +72,8 @@ const Dialect& opencl_dialect();
 const Dialect& dialect(Language lang);
 
 // The source of one module: the dialect's preamble and every kernel of every program.
-// kiln::Error for IR the printer cannot express (vector IR, extern calls, an element type the
-// dialect lacks), naming the kernel.
+// kiln::Error for IR the printer cannot express (extern calls, an element type the dialect
+// lacks), naming the kernel.
 // race_check: the race-checking build (codegen::GpuBuildOptions::race_check documents the
 // instrumentation and the extra argument); `checked_buffers`, when given, receives the
 // instrumented shared buffers as "kernel.buffer", the buffer with id i at i - 1. The

@@ -1,8 +1,12 @@
 // What the C printer (codegen_c.cc) prints around kernels: the names kernels must not take,
-// the preamble's helper functions, and the race-checking build's shared functions.
+// the preamble's helper functions, and the race-checking build's shared functions; and how it
+// takes vector IR apart into lanes and vector accesses.
 #include "codegen_c_support.h"
 
 #include <fmt/format.h>
+
+#include "kiln/ir/functor.h"
+#include "kiln/support/error.h"
 
 namespace kiln::codegen::source {
 
@@ -126,6 +130,73 @@ std::string float16_helpers(const Dialect& d) {
 )",
                                 pre, u16, u32, as_uint, as_float);
   return t;
+}
+
+int vector_access_lanes(DataType t, int lanes) {
+  for (int w : {4, 2})
+    if (lanes % w == 0 && w * t.bytes() <= 16) return w;
+  return 1;
+}
+
+ir::Expr aligned_ramp_base(const ir::Expr& index, int lanes, const ir::arith::Analyzer& analyzer) {
+  const auto* r = index.as<ir::RampNode>();
+  if (!r || !ir::is_one(r->stride)) return ir::Expr();
+  const ir::Expr rem = ir::floormod(r->base, ir::make_int(r->base.dtype(), lanes));
+  return analyzer.can_prove(ir::eq(rem, ir::make_zero(r->base.dtype()))) ? r->base : ir::Expr();
+}
+
+ir::Expr lift_lets(const ir::Expr& e, std::vector<std::pair<ir::Var, ir::Expr>>& lets) {
+  struct Lift : ir::ExprMutator {
+    std::vector<std::pair<ir::Var, ir::Expr>>& out;
+    explicit Lift(std::vector<std::pair<ir::Var, ir::Expr>>& o) : out(o) {}
+    ir::Expr visit_let(const ir::LetNode* op, const ir::Expr&) override {
+      out.emplace_back(op->var, mutate(op->value));
+      return mutate(op->body);
+    }
+  } lift(lets);
+  return lift.mutate(e);
+}
+
+ir::Expr lane_of(const ir::Expr& e, int i, const LaneMap& m) {
+  if (e.dtype().is_scalar()) return e;
+  const DataType t = e.dtype().element_of();
+  switch (e.kind()) {
+    case ir::ExprKind::Ramp: {
+      const auto* r = e.as<ir::RampNode>();
+      if (i == 0) return r->base;
+      if (auto c = ir::as_const_int(r->stride)) return ir::add(r->base, ir::make_int(t, *c * i));
+      return ir::add(r->base, ir::mul(r->stride, ir::make_int(t, i)));
+    }
+    case ir::ExprKind::Broadcast: return e.as<ir::BroadcastNode>()->value;
+    case ir::ExprKind::Var: {
+      auto it = m.vars.find(e.as<ir::VarNode>());
+      KILN_CHECK(it != m.vars.end()) << "vector var '" << e.as<ir::VarNode>()->name << "' used before its lanes";
+      return it->second[i];
+    }
+    case ir::ExprKind::Not: return ir::logical_not(lane_of(e.as<ir::NotNode>()->a, i, m));
+    case ir::ExprKind::Select: {
+      const auto* s = e.as<ir::SelectNode>();
+      return ir::select(lane_of(s->condition, i, m), lane_of(s->true_value, i, m), lane_of(s->false_value, i, m));
+    }
+    case ir::ExprKind::Cast: return ir::cast(t, lane_of(e.as<ir::CastNode>()->value, i, m));
+    case ir::ExprKind::Call: {
+      const auto* c = e.as<ir::CallNode>();
+      std::vector<ir::Expr> args;
+      for (const ir::Expr& a : c->args) args.push_back(lane_of(a, i, m));
+      return ir::Expr(std::make_shared<ir::CallNode>(t, c->name, std::move(args), c->call_kind));
+    }
+    case ir::ExprKind::BufferLoad: {
+      const auto* l = e.as<ir::BufferLoadNode>();
+      if (auto it = m.loads.find(l); it != m.loads.end())
+        return ir::buffer_load(it->second, {ir::make_int(DataType::i32(), i)});
+      KILN_CHECK(l->indices.size() == 1) << "load of '" << l->buffer->name << "' is not flattened";
+      return ir::buffer_load(l->buffer, {lane_of(l->indices[0], i, m)});
+    }
+    default: break;
+  }
+  const auto* b = e.as<ir::BinaryNode>();
+  KILN_CHECK(b) << "vector " << ir::kind_name(e.kind()) << " in a GPU kernel";
+  return ir::make_binary(b->kind, lane_of(b->a, i, m), lane_of(b->b, i, m));
 }
 
 }  // namespace kiln::codegen::source

@@ -2,6 +2,9 @@
 // declares the math functions and thread indices itself, and constants like +inf are built
 // from their bits, so a compile costs no header parsing (GPU.md, "Toolkit facts").
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "codegen_c.h"
 #include "kiln/support/error.h"
@@ -48,6 +51,24 @@ class CudaDialect : public Dialect {
   }
   std::string nan(ir::DataType t) const override {
     return t.bits == 64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
+  }
+  // NVRTC declares the vector types and their make_ functions without a header.
+  std::string vector_type(ir::DataType t, int lanes) const override {
+    std::string s = type_name(t);  // "unsigned long long" -> "ulonglong", "signed char" -> "char"
+    if (s.rfind("signed ", 0) == 0) s = s.substr(7);
+    if (s.rfind("unsigned ", 0) == 0) s = "u" + s.substr(9);
+    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+    return s + std::to_string(lanes);
+  }
+  std::string vector_load(ir::DataType t, int lanes, const std::string& address) const override {
+    return "*reinterpret_cast<const " + vector_type(t, lanes) + "*>(" + address + ")";
+  }
+  std::string vector_store(ir::DataType t, int lanes, const std::string& address,
+                           const std::string& value) const override {
+    return "*reinterpret_cast<" + vector_type(t, lanes) + "*>(" + address + ") = " + value + ";";
+  }
+  std::string vector_value(ir::DataType t, const std::vector<std::string>& lanes) const override {
+    return fmt::format("make_{}({})", vector_type(t, static_cast<int>(lanes.size())), fmt::join(lanes, ", "));
   }
 };
 

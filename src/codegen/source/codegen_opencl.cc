@@ -1,6 +1,7 @@
 // The OpenCL C dialect of the source printer (codegen_c.h): OpenCL 1.2 C, which PoCL runs on
 // CPUs in CI. Math functions are overloaded by type; 64-bit floats need cl_khr_fp64.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "codegen_c.h"
 #include "kiln/support/error.h"
@@ -52,6 +53,17 @@ class OpenCLDialect : public Dialect {
   std::string int64_suffix() const override { return "L"; }
   std::string infinity(ir::DataType t) const override { return t.bits == 64 ? "((double)INFINITY)" : "INFINITY"; }
   std::string nan(ir::DataType t) const override { return t.bits == 64 ? "((double)NAN)" : "NAN"; }
+  std::string vector_type(ir::DataType t, int lanes) const override { return type_name(t) + std::to_string(lanes); }
+  std::string vector_load(ir::DataType, int lanes, const std::string& address) const override {
+    return fmt::format("vload{}(0, {})", lanes, address);
+  }
+  std::string vector_store(ir::DataType, int lanes, const std::string& address,
+                           const std::string& value) const override {
+    return fmt::format("vstore{}({}, 0, {});", lanes, value, address);
+  }
+  std::string vector_value(ir::DataType t, const std::vector<std::string>& lanes) const override {
+    return fmt::format("(({})({}))", vector_type(t, static_cast<int>(lanes.size())), fmt::join(lanes, ", "));
+  }
 };
 
 }  // namespace
