@@ -349,7 +349,10 @@ const char* const kFuncFields[] = {"num_stores", "num_allocs", "alloc_bytes", "a
 // GPU kernels (0 for CPU functions): the largest block's threads and grid's blocks, the shared
 // and local (register) bytes allocated, and the global-memory sectors of one run (each
 // warp-wide access counted by the 32-byte sectors it touches: coalescing).
-const char* const kGpuFields[] = {"gpu_threads", "gpu_blocks", "gpu_shared_bytes", "gpu_local_bytes", "gpu_sectors"};
+// On CUDA, ptxas's registers per thread and spill bytes, which with the threads and shared
+// bytes decide how many blocks a multiprocessor holds (extract_features' PtxasReport).
+const char* const kGpuFields[] = {"gpu_threads",  "gpu_blocks",    "gpu_shared_bytes", "gpu_local_bytes",
+                                  "gpu_sectors", "gpu_registers", "gpu_spill_bytes"};
 
 std::vector<std::string> make_names() {
   std::vector<std::string> n;
@@ -446,7 +449,7 @@ size_t feature_index(const std::string& name) {
   return static_cast<size_t>(it - n.begin());
 }
 
-std::vector<float> extract_features(const ir::PrimFunc& f) {
+std::vector<float> extract_features(const ir::PrimFunc& f, const PtxasReport* ptxas) {
   const std::vector<StmtFeatures> stmts = extract_stmt_features(f);
   const size_t n_mean = std::size(kMeanFields), n_sum = std::size(kSumFields);
   const size_t n_access = (kLoadSlots + 1) * kAccessFieldCount;
@@ -490,6 +493,10 @@ std::vector<float> extract_features(const ir::PrimFunc& f) {
   raw[gpu + 2] = allocs.shared_bytes;
   raw[gpu + 3] = allocs.local_bytes;
   for (const StmtFeatures& st : stmts) raw[gpu + 4] += st.count / 32 * st.warp_sectors;
+  if (ptxas) {
+    raw[gpu + 5] = ptxas->registers;
+    raw[gpu + 6] = ptxas->spill_bytes;
+  }
   std::vector<float> out(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(std::log2(1.0 + std::max(raw[i], 0.0)));
   return out;

@@ -165,6 +165,12 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
     // The reference is made here, in the tuner's process, and shared by every candidate: the
     // build hook runs in the candidate's child process (tuner.cc), whose state does not last.
     prog.build = [st, f = prog.func, ref = st->get_reference()]() { return st->measure(f, ref); };
+    // ptxas's registers and spills for the cost model (features.h), in the tuner's children.
+    if (st->target.kind == TargetKind::kCUDA && codegen::cuda_codegen_available())
+      prog.ptxas = [st, f = prog.func]() {
+        const codegen::GpuModule m = st->build_device(f);
+        return PtxasReport{m.max_registers, m.max_spill_bytes};
+      };
     return prog;
   };
   return task;

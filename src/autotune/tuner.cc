@@ -9,6 +9,7 @@
 #include <ctime>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -200,19 +201,61 @@ class Tuner {
   // Features of a point, cached: the explorer asks for the same points again and again. Empty
   // when the template fails for it or gives no loop program.
   const std::vector<float>& features(const Point& p) {
-    auto it = features_.find(p);
-    if (it != features_.end()) return it->second;
-    std::vector<float> f;
-    try {
-      Program prog = task_.instantiate(space_, p);
-      if (prog.func.body.defined()) f = extract_features(prog.func);
-    } catch (const Error&) {
-      // Left empty: scored lowest; measuring it will record the error.
+    prefetch_features({p});
+    return features_.at(p);
+  }
+
+  // Fills the feature cache for `pts`. A CUDA task's features include ptxas's report
+  // (Program::ptxas): those compiles run in isolated children, build_jobs at once (NVRTC is
+  // most of the cost, and a compiler crash must not end the tuner); a point whose compile
+  // fails keeps its loop features with the report's zeros (measuring it records the error).
+  void prefetch_features(const std::vector<Point>& pts) {
+    std::vector<Point> fresh;
+    std::vector<Program> progs;
+    for (const Point& p : pts) {
+      if (features_.count(p) || std::find(fresh.begin(), fresh.end(), p) != fresh.end()) continue;
+      try {
+        Program prog = task_.instantiate(space_, p);
+        if (prog.func.body.defined()) {
+          fresh.push_back(p);
+          progs.push_back(std::move(prog));
+          continue;
+        }
+      } catch (const Error&) {
+        // Left empty: scored lowest; measuring it will record the error.
+      }
+      features_.emplace(p, std::vector<float>());
     }
-    return features_.emplace(p, std::move(f)).first->second;
+    std::vector<IsolatedBuild> jobs;
+    for (const Program& prog : progs) {
+      if (!prog.ptxas) continue;
+      jobs.push_back([hook = prog.ptxas]() -> IsolatedFn {
+        const PtxasReport r = hook();
+        return [r] { return std::vector<double>{double(r.registers), double(r.spill_bytes)}; };
+      });
+    }
+    // In chunks: a batch's built children wait, each a process, until all its builds are over,
+    // and exhaustive ranking asks for thousands of points at once.
+    std::vector<IsolatedResult> reports;
+    const size_t chunk = 4 * static_cast<size_t>(o_.build_jobs);
+    for (size_t at = 0; at < jobs.size(); at += chunk) {
+      std::vector<IsolatedBuild> part(jobs.begin() + static_cast<long>(at),
+                                      jobs.begin() + static_cast<long>(std::min(jobs.size(), at + chunk)));
+      for (IsolatedResult& r : run_isolated_batch(part, o_.build_jobs, o_.timeout_s)) reports.push_back(std::move(r));
+    }
+    for (size_t i = 0, j = 0; i < fresh.size(); ++i) {
+      std::optional<PtxasReport> ptxas;
+      if (progs[i].ptxas) {
+        const IsolatedResult& r = reports[j++];
+        ptxas = PtxasReport{};
+        if (r.ok() && r.values.size() == 2) *ptxas = {int(r.values[0]), int(r.values[1])};
+      }
+      features_.emplace(fresh[i], extract_features(progs[i].func, ptxas ? &*ptxas : nullptr));
+    }
   }
 
   std::vector<double> score(const std::vector<Point>& pts) {
+    prefetch_features(pts);
     std::vector<double> out(pts.size(), -std::numeric_limits<double>::infinity());
     std::vector<std::vector<float>> rows;
     std::vector<size_t> where;
@@ -231,6 +274,7 @@ class Tuner {
 
   // Accounts measured (or resumed) records: explorer, best, model.
   void learn(const std::vector<Point>& pts, const std::vector<TuningRecord>& records) {
+    prefetch_features(pts);
     std::vector<double> thr;
     std::vector<std::vector<float>> rows;
     std::vector<double> row_thr;

@@ -48,10 +48,13 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
     source::NvrtcResult r =
         source::compile_cuda(m.source, options.image_sms.empty() ? target.cuda_image_sms() : options.image_sms);
     m.images = std::move(r.images);
-    for (const source::KernelResources& k : r.resources)
+    for (const source::KernelResources& k : r.resources) {
+      m.max_registers = std::max(m.max_registers, k.registers);
+      m.max_spill_bytes = std::max(m.max_spill_bytes, k.spill_stores_bytes + k.spill_loads_bytes);
       m.notes.push_back(fmt::format("kernel {} (sm_{}): {} registers, {} bytes shared, {} bytes stack, spills {}/{} bytes",
                                     k.kernel, k.sm, k.registers, k.shared_bytes, k.stack_bytes, k.spill_stores_bytes,
                                     k.spill_loads_bytes));
+    }
     m.notes.push_back(fmt::format("NVRTC compiled {} kernels for {} images in {:.2f} s", r.resources.size(),
                                   m.images.size(), r.seconds));
   }

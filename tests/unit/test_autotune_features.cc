@@ -241,8 +241,16 @@ TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[auto
   CHECK(feat(v, "gpu_local_bytes") == Approx(lg(16 * 4)));
   // 256 warps run each statement: (4 + 4) + (4 + 32) sectors a warp.
   CHECK(feat(v, "gpu_sectors") == Approx(lg(256.0 * (8 + 36))));
+  // ptxas's report where the tuner has one (CUDA), else zeros.
+  CHECK(feat(v, "gpu_registers") == 0);
+  PtxasReport ptxas{40, 8};
+  std::vector<float> with = extract_features(f, &ptxas);
+  CHECK(feat(with, "gpu_registers") == Approx(lg(40)));
+  CHECK(feat(with, "gpu_spill_bytes") == Approx(lg(8)));
+  CHECK(feat(with, "gpu_threads") == feat(v, "gpu_threads"));
   // A CPU function has none of them.
   std::vector<float> cpu = extract_features(scalar_matmul());
-  for (const char* name : {"gpu_threads", "gpu_blocks", "gpu_shared_bytes", "gpu_local_bytes", "gpu_sectors"})
+  for (const char* name : {"gpu_threads", "gpu_blocks", "gpu_shared_bytes", "gpu_local_bytes", "gpu_sectors",
+                           "gpu_registers", "gpu_spill_bytes"})
     CHECK(feat(cpu, name) == 0);
 }

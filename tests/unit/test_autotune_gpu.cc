@@ -2,6 +2,8 @@
 // CPUs), in isolated children, against the default schedule's outputs.
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include "kiln/autotune/gpu_measure.h"
 #include "kiln/codegen/driver.h"
 #include "kiln/schedule/templates/generic_gpu.h"
@@ -14,8 +16,8 @@ namespace {
 
 // out = A + B (or A * B: a wrong candidate) under the generic GPU schedule with the threads
 // knob's choice `threads` (0: 64 threads per block): the lowered function and its module.
-std::pair<ir::PrimFunc, codegen::GpuModule> add_kernel(size_t threads, bool multiply = false) {
-  const Target target = Target::parse("opencl");
+std::pair<ir::PrimFunc, codegen::GpuModule> add_kernel(size_t threads, bool multiply = false,
+                                                       const Target& target = Target::parse("opencl")) {
   te::Tensor a = te::placeholder({33, 70}, ir::DataType::f32(), "A");
   te::Tensor b = te::placeholder({33, 70}, ir::DataType::f32(), "B");
   te::Tensor out = te::compute({33, 70}, [&](ir::Var i, ir::Var j) { return multiply ? a(i, j) * b(i, j) : a(i, j) + b(i, j); },
@@ -55,4 +57,24 @@ TEST_CASE("autotune: a GPU target without its driver is refused before tuning", 
   REQUIRE_THROWS_WITH(autotune::check_gpu_device(Target::parse("cuda -arch=sm_90")),
                       Catch::Contains("cannot measure on the cuda device: needs a CUDA driver"));
   unsetenv("KILN_CUDA_DRIVER");
+}
+
+TEST_CASE("autotune: a CUDA module carries ptxas's registers and spills for the cost model", "[autotune][gpu]") {
+  if (!codegen::cuda_codegen_available()) {
+    WARN("skipped: this kiln was built without NVRTC");
+    return;
+  }
+  const codegen::GpuModule m = add_kernel(2, false, Target::parse("cuda -arch=sm_90")).second;
+  // The same numbers as the compile notes' "kernel K (sm_90): N registers, ..., spills S/L bytes".
+  int registers = 0, spills = 0;
+  const std::regex note(R"(kernel \S+ \(sm_90\): (\d+) registers, .* spills (\d+)/(\d+) bytes)");
+  for (const std::string& n : m.notes) {
+    std::smatch g;
+    if (!std::regex_search(n, g, note)) continue;
+    registers = std::max(registers, std::stoi(g[1]));
+    spills = std::max(spills, std::stoi(g[2]) + std::stoi(g[3]));
+  }
+  CHECK(registers > 0);
+  CHECK(m.max_registers == registers);
+  CHECK(m.max_spill_bytes == spills);
 }

@@ -72,6 +72,10 @@ struct Faults {
   bool hog_memory_ji4 = false;     // the run allocates without bound when the j tile is 4
   // Each run appends to this file how many lines the tuning log held when it started.
   std::string probe_log, probe_out;
+  // Gives the task a ptxas hook (a CUDA task's) that appends its process id to this file, and
+  // segfaults when the i tile is 1 if crash_ptxas_ii1.
+  std::string ptxas_probe;
+  bool crash_ptxas_ii1 = false;
 };
 
 // Allocates and touches 16 MiB blocks until an allocation fails: only under an enforced limit.
@@ -122,6 +126,12 @@ Task matmul_task(int64_t m, int64_t n, int64_t k, Faults faults = {}) {
         return {s * 1.02, s, s * 0.99};
       };
     };
+    if (!faults.ptxas_probe.empty())
+      p.ptxas = [=]() {
+        std::ofstream(faults.ptxas_probe, std::ios::app) << getpid() << "\n";
+        if (faults.crash_ptxas_ii1 && t.ii == 1) kiln_test::segfault();
+        return PtxasReport{t.vec ? 32 : 64, 0};
+      };
     return p;
   };
   return task;
@@ -244,6 +254,27 @@ TEST_CASE("tuner: crashing, hanging, wrong and unbuildable candidates are errors
   CHECK(kinds["build failed: codegen: no scalar fallback"] > 0);
   CHECK(kinds.size() == 4);
   std::remove(o.log_path.c_str());
+}
+
+TEST_CASE("tuner: a CUDA task's ptxas reports are compiled in children, and a crashing compile is survived", "[autotune][tuner]") {
+  Faults f;
+  f.ptxas_probe = temp_log("ptxas_probe");
+  f.crash_ptxas_ii1 = true;
+  std::remove(f.ptxas_probe.c_str());
+  Task task = matmul_task(64, 64, 64, f);
+  TunerOptions o;
+  o.trials = 24;  // the model is trained after 8 and then ranks candidates: features of many points
+  o.seed = 3;
+  o.build_jobs = 2;
+  TuneResult r = tune(task, o);
+  CHECK(r.trials == 24);
+  REQUIRE(r.best.has_value());
+  std::ifstream probe(f.ptxas_probe);
+  std::set<long> pids;
+  for (long pid; probe >> pid;) pids.insert(pid);
+  CHECK(pids.size() > 24);         // one child per point whose features were asked for
+  CHECK(pids.count(getpid()) == 0);  // never in the tuner's process
+  std::remove(f.ptxas_probe.c_str());
 }
 
 TEST_CASE("tuner: a candidate whose build hangs is cut off at the timeout", "[autotune][tuner]") {

@@ -60,7 +60,14 @@ struct StmtFeatures {
 std::vector<StmtFeatures> extract_stmt_features(const ir::PrimFunc& f);
 
 // The fixed-length feature vector (feature_names().size() entries, log2(1 + x) scaled).
-std::vector<float> extract_features(const ir::PrimFunc& f);
+// What ptxas reported for a candidate's CUDA kernels (codegen::GpuModule::max_registers,
+// max_spill_bytes): features gpu_registers and gpu_spill_bytes, 0 without it.
+struct PtxasReport {
+  int registers = 0;
+  int spill_bytes = 0;
+};
+
+std::vector<float> extract_features(const ir::PrimFunc& f, const PtxasReport* ptxas = nullptr);
 const std::vector<std::string>& feature_names();
 // Position of a named feature; throws kiln::Error for an unknown name.
 size_t feature_index(const std::string& name);

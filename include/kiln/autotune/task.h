@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/autotune/features.h"
 #include "kiln/autotune/space_ops.h"
 #include "kiln/ir/stmt.h"
 
@@ -31,6 +32,10 @@ struct Program {
   // Generates code and returns the measurement hook; may throw kiln::Error (recorded as
   // "build failed: ..."). Runs in the tuner's process.
   std::function<MeasureFn()> build;
+  // CUDA candidates: compiles the kernel (NVRTC, the target's sm) and returns ptxas's report,
+  // which the cost model's features include. About 0.1 s a kernel: the tuner runs it in
+  // isolated children, build_jobs at once, once for each point it ranks. Empty elsewhere.
+  std::function<PtxasReport()> ptxas;
 };
 
 struct Task {

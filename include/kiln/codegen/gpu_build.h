@@ -35,6 +35,10 @@ struct GpuModule {
   std::string source;                       // CUDA C or OpenCL C of every kernel
   std::vector<GpuImage> images;             // CUDA: NVRTC's output; OpenCL: none (the source is built at load)
   std::vector<std::string> notes;           // per-kernel resources and NVRTC's time (CUDA)
+  // CUDA, compiled: ptxas's report over the kernels (highest sm): the most registers per
+  // thread, and the most spill bytes (stores + loads) per thread. 0 otherwise.
+  int max_registers = 0;
+  int max_spill_bytes = 0;
   // Built with GpuBuildOptions::race_check: every kernel takes the race record as one more
   // argument, and race_checked_buffers[id - 1] names ("kernel.buffer") the shared buffer that
   // the record's id refers to.
