@@ -35,7 +35,7 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
     ir::verify_gpu(f, limits);
     ir::DeviceProgram p = ir::split_host_device(f);
     for (size_t k = 0; k < p.kernels.size(); ++k) {
-      ir::PrimFunc kernel = ir::hoist_device_allocations(p.kernels[k]);
+      ir::PrimFunc kernel = ir::hoist_device_allocations(ir::inject_double_buffer(p.kernels[k]));
       kernel = ir::lower_cross_thread_reduction(kernel, p.launches[k], target.gpu.warp_size);
       p.kernels[k] = ir::insert_thread_sync(kernel, p.launches[k]);
       if (options.after_sync) p.kernels[k] = options.after_sync(p.kernels[k]);

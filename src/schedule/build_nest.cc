@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kiln/ir/functor.h"
+#include "kiln/ir/transforms.h"
 #include "kiln/schedule/detail.h"
 #include "kiln/support/error.h"
 
@@ -320,8 +321,12 @@ class NestBuilder {
 ir::Stmt build_nest(LowerContext& ctx, const StageNode& s) { return NestBuilder(ctx, s).build(); }
 
 ir::Stmt realize(LowerContext& ctx, const StageNode& s, ir::Stmt rest) {
-  ir::Stmt body = ir::seq({build_nest(ctx, s), std::move(rest)});
   const std::vector<Storage>& st = ctx.storage.at(&s);
+  ir::Stmt nest = build_nest(ctx, s);
+  // The marker goes on the producer, not the allocation: inject_double_buffer moves the
+  // producer to the next iteration's slot, and the allocation out of the loop.
+  if (s.double_buffer) nest = ir::attr_stmt(ir::kDoubleBufferScope, st[0].buffer->data, ir::Expr(1), nest);
+  ir::Stmt body = ir::seq({std::move(nest), std::move(rest)});
   for (auto it = st.rbegin(); it != st.rend(); ++it) body = ir::allocate(it->buffer, body);
   return body;
 }

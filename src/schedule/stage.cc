@@ -244,4 +244,11 @@ void Stage::set_scope(const std::string& scope) {
   node_->scope = scope;
 }
 
+void Stage::double_buffer() {
+  KILN_USER_CHECK(node_->scope == "shared")
+      << "double_buffer: stage '" << name() << "' has scope '" << node_->scope
+      << "'; only a shared-memory stage can be double-buffered (cache_read it into \"shared\" first)";
+  node_->double_buffer = true;
+}
+
 }  // namespace kiln::schedule

@@ -54,6 +54,27 @@ void verify_gpu(const PrimFunc& f, const GpuLimits& limits);
 // kernel uses, the function's parameters first, in the function's order.
 DeviceProgram split_host_device(const PrimFunc& f);
 
+// The attribute Stage::double_buffer puts around a stage's producer: AttrStmt with this key, the
+// stage's buffer data var as node.
+inline constexpr const char* kDoubleBufferScope = "double_buffer_scope";
+
+// What inject_double_buffer puts around the next iteration's producer (node: the loop var): its
+// shared writes go to the half nobody reads in this iteration, ordered by the pass's own
+// barriers, so insert_thread_sync leaves them out of its conflicts.
+inline constexpr const char* kDoubleBufferWrite = "double_buffer_write";
+
+// Double-buffers each shared buffer whose producer is marked kDoubleBufferScope at the top of a
+// serial loop `for (k, 0, K)` body (through Seqs and Allocates): the buffer gets two halves
+// (flat index + (k % 2) * size), allocated outside the loop; a prologue produces iteration 0
+// into half 0, then each iteration computes on half k % 2, produces iteration k + 1 into half
+// (k + 1) % 2 under `if (k + 1 < K)` (marked kDoubleBufferWrite), and ends with a barrier; a
+// barrier follows the prologue.
+// Marked producers move after the rest of the body, so they must not read what the loop writes.
+// A no-op when nothing is marked. kiln::Error naming the buffer for a marker not at the top of a
+// serial loop, or a loop under a branch not every thread of the block takes. Run before
+// hoist_device_allocations.
+PrimFunc inject_double_buffer(const PrimFunc& kernel);
+
 // Moves every shared allocation of a kernel to its top, outside all loops (OpenCL requires
 // __local declarations at a kernel's outermost scope; one allocation per block either way).
 PrimFunc hoist_device_allocations(const PrimFunc& kernel);

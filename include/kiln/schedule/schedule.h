@@ -60,6 +60,7 @@ struct StageNode {
   std::shared_ptr<StageNode> attach_stage;  // for AttachKind::At
   ir::IterVar attach_ivar;                  // a leaf of attach_stage
   std::string scope = "global";             // storage scope of the stage's buffer
+  bool double_buffer = false;               // see Stage::double_buffer
   bool is_output = false;
   std::weak_ptr<ScheduleNode> schedule;
 };
@@ -117,6 +118,11 @@ class Stage {
   void compute_root();
   // Storage scope of the stage's buffer: "global", "local", "shared".
   void set_scope(const std::string& scope);
+  // Two halves of the stage's shared buffer, so that the serial loop it is computed at loads
+  // iteration i+1 into one half while iteration i computes on the other: lowered, AttrStmt
+  // ir::kDoubleBufferScope around the stage's producer, which ir::inject_double_buffer rewrites.
+  // Only for a "shared" stage (a register or global buffer gains nothing from it).
+  void double_buffer();
 
  private:
   std::shared_ptr<StageNode> node_;

@@ -12,6 +12,9 @@
 // the next iteration would meet them (the body simulated twice); the barrier between them goes
 // at the end of the body.
 //
+// inject_double_buffer's next-iteration writes (kDoubleBufferWrite) are left out: they go to
+// the half of a double buffer nobody reads in that iteration, ordered by the pass's barriers.
+//
 // A barrier every thread of the block must reach: one needed inside a branch that not all
 // threads take (a condition on a thread index, or a thread loop narrower than the launch,
 // which code generation guards) would deadlock or be undefined, so it is an error naming the
@@ -85,8 +88,17 @@ Access accesses(const Stmt& s, const std::set<const VarNode*>& thread_vars) {
       }
       StmtVisitor::visit_buffer_load(op);
     }
+    // inject_double_buffer's next-iteration writes: to a half nobody reads in this iteration,
+    // behind the pass's own barriers (transforms.h).
+    bool next_half = false;
+    void visit_attr(const AttrStmtNode* op) override {
+      const bool outer = next_half;
+      next_half = next_half || op->key == kDoubleBufferWrite;
+      StmtVisitor::visit_attr(op);
+      next_half = outer;
+    }
     void visit_buffer_store(const BufferStoreNode* op) override {
-      if (op->buffer->scope == "shared") {
+      if (op->buffer->scope == "shared" && !next_half) {
         a.writes.insert(op->buffer->data.get());
         a.note(op->buffer->data.get(), own(op->indices));
       }

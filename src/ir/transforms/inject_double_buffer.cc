@@ -1,0 +1,253 @@
+// inject_double_buffer: a shared tile loaded for iteration k+1 while iteration k computes
+// (transforms.h).
+//
+//   for (k, 0, K) { produce B(k); compute(k) reads B }
+// becomes
+//   allocate B[2 * n]
+//   produce B(0) into half 0; barrier
+//   for (k, 0, K) { compute(k) reads half k%2; if (k+1 < K) produce B(k+1) into half (k+1)%2;
+//                   barrier }
+//
+// Barriers: the pass places them itself, one per iteration, at the end of the body. Iteration k
+// writes half (k+1)%2 while other threads may still read half k%2 in the same iteration: no
+// conflict. The half it writes was last read in iteration k-1, and every thread passed that
+// iteration's closing barrier before any thread began iteration k. The closing barrier also
+// makes the writes visible before iteration k+1 reads them; the prologue's barrier does the same
+// for iteration 0. The barrier closes the body rather than opening it (PoCL 3.1 miscomputes some
+// loops whose body starts with a barrier, GPU.md), and it sits outside the guard, which depends
+// on k alone; a loop under a thread-dependent branch is refused, as every thread must reach it.
+// insert_thread_sync, run later, keeps these barriers; it does not know the halves, so the
+// next-iteration producer is marked kDoubleBufferWrite and its writes are left out of its
+// conflicts (else it would see a read of B then a write of B in the body and add a barrier
+// before the write, one per iteration more than needed, costing most of the overlap).
+#include <map>
+#include <set>
+
+#include "kiln/ir/functor.h"
+#include "kiln/ir/transforms.h"
+#include "kiln/support/error.h"
+
+namespace kiln::ir {
+namespace {
+
+Expr i32(int64_t v) { return make_int(DataType::i32(), v); }
+
+const AttrStmtNode* marker(const Stmt& s) {
+  const auto* a = s.as<AttrStmtNode>();
+  return a && a->key == kDoubleBufferScope ? a : nullptr;
+}
+
+// A loop body as a list: Seqs flattened, Allocates peeled off into `allocs` (they move outside
+// the loop: shared allocations are per block anyway, and hoist_device_allocations lifts them to
+// the kernel's top next).
+void flatten(const Stmt& s, std::vector<Stmt>* items, std::vector<Buffer>* allocs) {
+  if (const auto* q = s.as<SeqStmtNode>()) {
+    for (const Stmt& c : q->seq) flatten(c, items, allocs);
+  } else if (const auto* a = s.as<AllocateNode>()) {
+    allocs->push_back(a->buffer);
+    flatten(a->body, items, allocs);
+  } else {
+    items->push_back(s);
+  }
+}
+
+// Accesses of the doubled buffers moved into one half: index + half * size.
+class ToHalf : public StmtMutator {
+ public:
+  ToHalf(const std::map<const VarNode*, Buffer>& doubled, Expr half) : doubled_(doubled), half_(std::move(half)) {}
+
+ protected:
+  Expr visit_buffer_load(const BufferLoadNode* op, const Expr& self) override {
+    Expr e = StmtMutator::visit_buffer_load(op, self);
+    const auto* l = e.as<BufferLoadNode>();
+    auto it = doubled_.find(l->buffer->data.get());
+    if (it == doubled_.end()) return e;
+    return buffer_load(it->second, {offset(l->buffer, l->indices)});
+  }
+  Stmt visit_buffer_store(const BufferStoreNode* op, const Stmt& self) override {
+    Stmt s = StmtMutator::visit_buffer_store(op, self);
+    const auto* st = s.as<BufferStoreNode>();
+    auto it = doubled_.find(st->buffer->data.get());
+    if (it == doubled_.end()) return s;
+    return buffer_store(it->second, st->value, {offset(st->buffer, st->indices)});
+  }
+
+ private:
+  Expr offset(const Buffer& b, const std::vector<Expr>& indices) const {
+    KILN_CHECK(indices.size() == 1) << "inject_double_buffer: '" << b->name << "' is not flattened";
+    return indices[0] + half_ * i32(b.num_elements());
+  }
+  const std::map<const VarNode*, Buffer>& doubled_;
+  Expr half_;
+};
+
+std::set<const VarNode*> written(const Stmt& s) {
+  std::set<const VarNode*> out;
+  struct Scan : StmtVisitor {
+    std::set<const VarNode*>* out;
+    void visit_buffer_store(const BufferStoreNode* op) override {
+      out->insert(op->buffer->data.get());
+      StmtVisitor::visit_buffer_store(op);
+    }
+  } scan;
+  scan.out = &out;
+  scan.visit_stmt(s);
+  return out;
+}
+
+std::set<const VarNode*> read(const Stmt& s) {
+  std::set<const VarNode*> out;
+  struct Scan : StmtVisitor {
+    std::set<const VarNode*>* out;
+    void visit_buffer_load(const BufferLoadNode* op) override {
+      out->insert(op->buffer->data.get());
+      StmtVisitor::visit_buffer_load(op);
+    }
+  } scan;
+  scan.out = &out;
+  scan.visit_stmt(s);
+  return out;
+}
+
+Stmt barrier() { return evaluate(make_intrinsic(DataType::i32(), "kiln_barrier", {})); }
+
+class Injector : public StmtMutator {
+ public:
+  explicit Injector(const Stmt& body) {
+    // The block's extent per thread tag: a thread loop narrower than it is guarded, so divergent.
+    struct Scan : StmtVisitor {
+      std::map<std::string, int64_t>* extents;
+      void visit_for(const ForNode* op) override {
+        if (op->for_kind == ForKind::ThreadBinding) {
+          int64_t& e = (*extents)[op->thread_tag];
+          e = std::max(e, as_const_int(op->extent).value_or(0));
+        }
+        StmtVisitor::visit_for(op);
+      }
+    } scan;
+    scan.extents = &launch_;
+    scan.visit_stmt(body);
+  }
+
+ protected:
+  Stmt visit_for(const ForNode* op, const Stmt& self) override {
+    const bool thread = op->for_kind == ForKind::ThreadBinding && op->thread_tag.rfind("threadIdx.", 0) == 0;
+    const bool narrow = thread && as_const_int(op->extent).value_or(0) < launch_.at(op->thread_tag);
+    if (thread) thread_vars_.insert(op->loop_var.get());
+    divergent_ += narrow;
+    Stmt loop = StmtMutator::visit_for(op, self);
+    if (op->for_kind == ForKind::Serial) loop = inject(loop.as<ForNode>(), loop);
+    divergent_ -= narrow;
+    return loop;
+  }
+
+  Stmt visit_if(const IfThenElseNode* op, const Stmt& self) override {
+    bool thread_dependent = false;
+    post_order_visit(op->condition, [&](const Expr& e) {
+      if (const auto* v = e.as<VarNode>()) thread_dependent |= thread_vars_.count(v) > 0;
+    });
+    divergent_ += thread_dependent;
+    Stmt s = StmtMutator::visit_if(op, self);
+    divergent_ -= thread_dependent;
+    return s;
+  }
+
+  Stmt visit_let_stmt(const LetStmtNode* op, const Stmt& self) override {
+    post_order_visit(op->value, [&](const Expr& e) {
+      if (const auto* v = e.as<VarNode>(); v && thread_vars_.count(v)) thread_vars_.insert(op->var.get());
+    });
+    return StmtMutator::visit_let_stmt(op, self);
+  }
+
+ public:
+  static std::string name_of(const AttrStmtNode* op) {
+    const auto* v = op->node.as<VarNode>();
+    return v ? v->name : "?";
+  }
+
+ private:
+  Stmt inject(const ForNode* op, const Stmt& self) {
+    std::vector<Stmt> items;
+    std::vector<Buffer> allocs;
+    flatten(op->body, &items, &allocs);
+    std::vector<Stmt> producers, rest;
+    for (const Stmt& s : items) (marker(s) ? producers : rest).push_back(s);
+    if (producers.empty()) return self;
+    const std::string loop = op->loop_var->name;
+
+    std::map<const VarNode*, Buffer> doubled;
+    for (const Stmt& p : producers) {
+      const AttrStmtNode* m = marker(p);
+      const VarNode* data = m->node.as<VarNode>();
+      Buffer old;
+      for (const Buffer& b : allocs)
+        if (b->data.get() == data) old = b;
+      KILN_USER_CHECK(old.defined()) << "double_buffer: shared buffer '" << name_of(m)
+                                     << "' is not allocated inside loop '" << loop << "'";
+      KILN_USER_CHECK(divergent_ == 0)
+          << "double_buffer: shared buffer '" << name_of(m) << "' is loaded in loop '" << loop
+          << "' under a branch not every thread of the block takes; its barrier would not be reached by all";
+      auto node = std::make_shared<BufferNode>(*old.get());
+      node->shape = {i32(2 * old.num_elements())};
+      doubled[data] = Buffer(node);
+    }
+    // Producers move after the rest of the body: what they read must not change within it.
+    std::set<const VarNode*> rest_writes = written(seq(rest));
+    for (const Stmt& p : producers) {
+      for (const VarNode* v : read(marker(p)->body)) {
+        KILN_USER_CHECK(!rest_writes.count(v))
+            << "double_buffer: the producer of '" << name_of(marker(p)) << "' reads '" << v->name
+            << "', which loop '" << loop << "' writes; its next iteration cannot be loaded early";
+      }
+    }
+
+    const Var& k = op->loop_var;
+    Expr rel = is_const_int(op->min, 0) ? Expr(k) : k - op->min;  // iteration number from 0
+    std::vector<Stmt> prologue, next;
+    for (const Stmt& p : producers) {
+      Stmt body = marker(p)->body;
+      // Simplified: the substituted iteration folds into the indices (X[0 + tx] -> X[tx]).
+      prologue.push_back(simplify(ToHalf(doubled, i32(0)).mutate_stmt(substitute(body, {{k.get(), op->min}}))));
+      next.push_back(simplify(
+          ToHalf(doubled, floormod(rel + i32(1), i32(2))).mutate_stmt(substitute(body, {{k.get(), k + i32(1)}}))));
+    }
+    std::vector<Stmt> body;
+    for (const Stmt& s : rest) body.push_back(ToHalf(doubled, floormod(rel, i32(2))).mutate_stmt(s));
+    body.push_back(
+        attr_stmt(kDoubleBufferWrite, k, i32(1), if_then_else(k + i32(1) < op->min + op->extent, seq(next))));
+    body.push_back(barrier());
+    prologue.push_back(barrier());
+    prologue.push_back(for_loop(k, op->min, op->extent, op->for_kind, seq(body), op->thread_tag));
+    Stmt out = seq(prologue);
+    for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
+      auto d = doubled.find((*it)->data.get());
+      out = allocate(d == doubled.end() ? *it : d->second, out);
+    }
+    return out;
+  }
+
+  std::map<std::string, int64_t> launch_;
+  std::set<const VarNode*> thread_vars_;
+  int divergent_ = 0;
+};
+
+}  // namespace
+
+PrimFunc inject_double_buffer(const PrimFunc& kernel) {
+  PrimFunc out = kernel;
+  out.body = Injector(kernel.body).mutate_stmt(kernel.body);
+  // A marker left over was not at the top of a serial loop's body.
+  struct Leftover : StmtVisitor {
+    void visit_attr(const AttrStmtNode* op) override {
+      KILN_USER_CHECK(op->key != kDoubleBufferScope)
+          << "double_buffer: shared buffer '" << Injector::name_of(op)
+          << "' is not produced at the top of a serial loop (compute_at the loop that walks its tiles, e.g. a "
+             "reduce loop)";
+      StmtVisitor::visit_attr(op);
+    }
+  } leftover;
+  leftover.visit_stmt(out.body);
+  return out;
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,217 @@
+// ir::inject_double_buffer and Stage::double_buffer: exact before/after IR of a hand-built
+// kernel (doubled allocation, prologue, halves k % 2 and (k + 1) % 2, the guard, barriers), the
+// barriers insert_thread_sync keeps and adds, refusals, and the matmul GPU template with its
+// shared A/B tiles double-buffered on the OpenCL device (PoCL) against a double-precision
+// reference, in the race-checking build, and through NVRTC for sm_80 and sm_90.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/driver.h"
+#include "kiln/codegen/gpu_build.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/transforms.h"
+#include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/schedule/templates/matmul_gpu.h"
+#include "kiln/te/ops/nn_dense.h"
+#include "kiln/te/operation.h"
+#include "kiln/testing/reference.h"
+#include "test_codegen_util.h"
+#include "test_gpu_util.h"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+using runtime::NDArray;
+
+namespace {
+
+int64_t count(const std::string& text, const std::string& what) {
+  int64_t c = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
+  return c;
+}
+
+// Y[tx] = sum_k X[k * 4 + 3 - tx] over 4 threads and K = 3 tiles, each tile staged in the
+// shared S by the threads together: what lowering makes of a cache_read at the reduce loop.
+struct TiledSum {
+  ir::Buffer x, y, s;
+  ir::Var tx{"tx"}, k{"k"};
+  ir::PrimFunc f;
+
+  explicit TiledSum(bool marked) {
+    using namespace ir;
+    const DataType t = DataType::f32();
+    x = test::flat_buffer("X", t, 12);
+    y = test::flat_buffer("Y", t, 4);
+    s = test::flat_buffer("S", t, 4, "shared");
+    Stmt load = buffer_store(s, buffer_load(x, {k * 4 + tx}), {tx});
+    if (marked) load = attr_stmt(kDoubleBufferScope, s->data, Expr(1), load);
+    Stmt use = buffer_store(y, buffer_load(y, {tx}) + buffer_load(s, {Expr(3) - tx}), {tx});
+    Stmt loop = for_loop(k, 0, 3, ForKind::Serial, allocate(s, seq({load, use})));
+    f = test::prim_func("tiled_sum", {x, y}, for_loop(tx, 0, 4, ForKind::ThreadBinding, loop, "threadIdx.x"));
+  }
+};
+
+ir::KernelLaunch launch_of(int64_t threads) {
+  ir::KernelLaunch l;
+  l.kernel = "tiled_sum";
+  l.block[0] = threads;
+  return l;
+}
+
+// The matmul template's dense at `choices`, its shared tiles double-buffered when `db`.
+ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, bool db, const Target& t,
+                      const std::map<std::string, size_t>& choices = {}) {
+  te::Tensor x = te::placeholder({m, k}, ir::DataType::f32(), "X");
+  te::Tensor w = te::placeholder({n, k}, ir::DataType::f32(), "W");
+  te::Tensor y = te::ops::dense_plain(x, w);
+  schedule::Config cfg = schedule::Config::with_choices(choices);
+  schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg);
+  int marked = 0;
+  for (schedule::Stage st : s.stages()) {
+    if (db && st->scope == "shared") {
+      st.double_buffer();
+      ++marked;
+    }
+  }
+  REQUIRE(marked == (db ? 2 : 0));
+  return codegen::lower_to_ir(s, {x, w, y}, "dense");
+}
+
+}  // namespace
+
+TEST_CASE("inject_double_buffer: before and after on a tiled sum", "[ir][gpu]") {
+  TiledSum before(true);
+  CHECK(ir::to_string(before.f) == R"(func tiled_sum(X: float32[12], Y: float32[4]) {
+  thread_binding("threadIdx.x") for (tx, 0, 4) {
+    for (k, 0, 3) {
+      allocate S: float32[4], shared
+      // attr [S] double_buffer_scope = 1
+      S[tx] = X[k*4 + tx]
+      Y[tx] = Y[tx] + S[3 - tx]
+    }
+  }
+}
+)");
+  // Two halves outside the loop; the prologue fills half 0; each iteration reads half k % 2,
+  // fills half (k + 1) % 2 for the next under a guard on k alone, and closes with the barrier.
+  ir::PrimFunc after = ir::inject_double_buffer(before.f);
+  CHECK(ir::to_string(after) == R"(func tiled_sum(X: float32[12], Y: float32[4]) {
+  thread_binding("threadIdx.x") for (tx, 0, 4) {
+    allocate S: float32[8], shared
+    S[tx] = X[tx]
+    kiln_barrier()
+    for (k, 0, 3) {
+      Y[tx] = Y[tx] + S[3 - tx + floormod(k, 2)*4]
+      // attr [k] double_buffer_write = 1
+      if (k + 1 < 3) {
+        S[floormod(k + 1, 2)*4 + tx] = X[k*4 + tx + 4]
+      }
+      kiln_barrier()
+    }
+  }
+}
+)");
+  // insert_thread_sync keeps both barriers and adds none: the marked writes go to the half no
+  // thread reads in that iteration (without the mark it put one between the read of half k % 2
+  // and the write of half (k + 1) % 2, one per iteration more than needed).
+  CHECK(ir::to_string(ir::insert_thread_sync(ir::hoist_device_allocations(after), launch_of(4))) ==
+        R"(func tiled_sum(X: float32[12], Y: float32[4]) {
+  allocate S: float32[8], shared
+  thread_binding("threadIdx.x") for (tx, 0, 4) {
+    S[tx] = X[tx]
+    kiln_barrier()
+    for (k, 0, 3) {
+      Y[tx] = Y[tx] + S[3 - tx + floormod(k, 2)*4]
+      // attr [k] double_buffer_write = 1
+      if (k + 1 < 3) {
+        S[floormod(k + 1, 2)*4 + tx] = X[k*4 + tx + 4]
+      }
+      kiln_barrier()
+    }
+  }
+}
+)");
+}
+
+TEST_CASE("inject_double_buffer: nothing marked, nothing changes", "[ir][gpu]") {
+  TiledSum plain(false);
+  CHECK(ir::to_string(ir::inject_double_buffer(plain.f)) == ir::to_string(plain.f));
+}
+
+TEST_CASE("inject_double_buffer: refusals", "[ir][gpu]") {
+  // Stage::double_buffer on a stage that is not in shared memory.
+  te::Tensor x = te::placeholder({8, 8}, ir::DataType::f32(), "X");
+  te::Tensor w = te::placeholder({8, 8}, ir::DataType::f32(), "W");
+  te::Tensor y = te::ops::dense_plain(x, w);
+  schedule::Schedule s = schedule::create({y});
+  te::Tensor xl = s.cache_read(x, "local", {y});
+  CHECK_THROWS_WITH(s[xl].double_buffer(), Contains("double_buffer: stage 'X.local' has scope 'local'"));
+  CHECK_THROWS_WITH(s[y].double_buffer(), Contains("stage 'dense' has scope 'global'"));
+
+  // A marked producer outside any serial loop.
+  using namespace ir;
+  Buffer src = test::flat_buffer("X", DataType::f32(), 4), sh = test::flat_buffer("S", DataType::f32(), 4, "shared");
+  Var tx("tx");
+  Stmt load = attr_stmt(kDoubleBufferScope, sh->data, Expr(1), buffer_store(sh, buffer_load(src, {tx}), {tx}));
+  PrimFunc f = test::prim_func("k", {src}, for_loop(tx, 0, 4, ForKind::ThreadBinding, allocate(sh, load), "threadIdx.x"));
+  CHECK_THROWS_WITH(inject_double_buffer(f), Contains("shared buffer 'S' is not produced at the top of a serial loop"));
+}
+
+TEST_CASE("double_buffer: the matmul template on the OpenCL device, race-checked", "[gpu][opencl]") {
+  REQUIRE_OPENCL(dev);
+  const Target t = Target::parse("opencl");
+  // The default knobs on sizes no tile divides, and small tiles with several K slices.
+  const std::vector<std::array<int64_t, 3>> sizes = {{70, 90, 45}, {64, 64, 64}, {33, 65, 17}};
+  for (const auto& [m, n, k] : sizes) {
+    for (bool race_check : {false, true}) {
+      INFO("dense " << m << "x" << n << "x" << k << (race_check ? " race-checked" : ""));
+      codegen::GpuBuildOptions opt;
+      opt.race_check = race_check;
+      codegen::GpuModule mod = codegen::build_gpu({dense_ir(m, n, k, true, t)}, t, opt);
+      auto xv = ref::random_floats(m * k, 11, -4.f, 4.f), wv = ref::random_floats(n * k, 12, -4.f, 4.f);
+      std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
+                                   NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
+                                   NDArray::zeros({m, n}, runtime::dtype_f32())};
+      test::RaceReport races;
+      test::run_on_device(*dev, mod, args, 0, race_check ? &races : nullptr);
+      CHECK(races.count == 0);
+      CHECK(races.first == "");
+      const float* out = args[2].data<float>();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t q = 0; q < k; ++q) acc += double(xv[i * k + q]) * wv[j * k + q];
+          wrong += !(std::abs(out[i * n + j] - acc) <= 1e-4 * (1 + std::abs(acc)));
+        }
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu][cuda]") {
+  const Target t = Target::parse("cuda");
+  ir::PrimFunc f = dense_ir(128, 128, 128, true, t);
+  codegen::GpuBuildOptions text_only;
+  text_only.compile = false;
+  codegen::GpuModule text = codegen::build_gpu({f}, t, text_only);
+  // Doubled tiles (the default knobs stage 16 x 16 floats of each operand).
+  CHECK_THAT(text.source, Contains("X_shared[512]"));
+  CHECK_THAT(text.source, Contains("W_shared[512]"));
+  // One barrier after the prologue and one closing each K step: the next tiles' writes go to the
+  // other halves, so insert_thread_sync adds none between the compute and them.
+  CHECK(count(text.source, "__syncthreads()") == 2);
+  if (!codegen::cuda_codegen_available()) {
+    WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
+    return;
+  }
+  codegen::GpuModule m = codegen::build_gpu({f}, t);
+  REQUIRE(m.images.size() == 3);  // sm_80 and sm_90 cubins, compute_90 PTX
+  CHECK(m.images[0].sm == 80);
+  CHECK(m.images[1].sm == 90);
+}
