@@ -48,7 +48,10 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const int64_t tm = cfg.define_knob("rows_per_thread", {1, 2, 4, 8}, tm0);
   const int64_t tn = cfg.define_knob("cols_per_thread", {1, 2, 4, 8}, tn0);
   const int64_t bk = cfg.define_knob("tile_k", {1, 2, 4, 8, 16, 32}, std::min<int64_t>(16, pow2_at_least(k, 16)));
-  const int64_t shared = (ty * tm + tx * tn) * bk * anchor.dtype().bytes();
+  // Two halves of each tile, the next K slice loaded while this one computes
+  // (ir::inject_double_buffer). Off by default until measured on a GPU (issue 13).
+  const bool double_buffer = cfg.define_knob("double_buffer", {0, 1}, 0) != 0;
+  const int64_t shared = (ty * tm + tx * tn) * bk * anchor.dtype().bytes() * (double_buffer ? 2 : 1);
   KILN_USER_CHECK(ty * tx <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
       << "matmul_gpu: a " << ty << " x " << tx << " block staging " << shared << " bytes exceeds the target's "
       << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_shared_bytes << " shared bytes";
@@ -99,6 +102,10 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   s[b_shared].compute_at(a, ko);
   cooperative_fetch(s[a_shared], ty, tx);
   cooperative_fetch(s[b_shared], ty, tx);
+  if (double_buffer) {
+    s[a_shared].double_buffer();
+    s[b_shared].double_buffer();
+  }
 }
 
 }  // namespace

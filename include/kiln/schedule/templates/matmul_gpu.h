@@ -8,6 +8,8 @@
 //   cols_per_thread             (1 where the product is thin)
 //   tile_k                      the slice of K staged in shared memory per step   default 16
 //                               (1 .. 32; K itself when smaller)
+//   double_buffer               two halves of each tile: the next slice loads while    default 0
+//                               this one computes (ir::inject_double_buffer)
 //
 // A block computes a (threads_m * rows_per_thread) x (threads_n * cols_per_thread) tile of C
 // (batch dims on blockIdx.z). For each K slice its threads together copy the A rows and B
