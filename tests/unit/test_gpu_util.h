@@ -76,10 +76,7 @@ inline void run_on_device(runtime::DeviceAPI& dev, const codegen::GpuModule& m, 
   KILN_CHECK(args.size() == p.params.size()) << "run_on_device: " << args.size() << " arrays for "
                                              << p.params.size() << " parameters";
   KILN_CHECK(!races || m.race_check) << "run_on_device: races asked of a module built without race_check";
-  runtime::DeviceImage image;
-  image.format = runtime::DeviceImage::kOpenCLSource;
-  image.bytes = m.source;
-  std::unique_ptr<runtime::DeviceModule> mod = dev.load_module({image});
+  std::unique_ptr<runtime::DeviceModule> mod = dev.load_module(codegen::device_images(m));
   std::vector<void*> bufs;
   std::vector<size_t> sizes;
   for (runtime::NDArray& a : args) {
@@ -97,15 +94,10 @@ inline void run_on_device(runtime::DeviceAPI& dev, const codegen::GpuModule& m, 
     dev.copy_to_device(record_buf, record, sizeof(record));
   }
   for (const ir::KernelLaunch& l : p.launches) {
-    runtime::LaunchDims dims;
-    for (int i = 0; i < 3; ++i) {
-      dims.grid[i] = static_cast<uint32_t>(l.grid[i]);
-      dims.block[i] = static_cast<uint32_t>(l.block[i]);
-    }
     std::vector<void*> kargs;
     for (int a : l.args) kargs.push_back(bufs[a]);
     if (record_buf) kargs.push_back(record_buf);
-    mod->launch(l.kernel, dims, kargs);
+    mod->launch(l.kernel, codegen::launch_dims(l), kargs);
   }
   dev.synchronize();
   for (size_t i = 0; i < args.size(); ++i) dev.copy_to_host(args[i].dltensor()->data, bufs[i], sizes[i]);

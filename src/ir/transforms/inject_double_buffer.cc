@@ -81,32 +81,25 @@ class ToHalf : public StmtMutator {
   Expr half_;
 };
 
-std::set<const VarNode*> written(const Stmt& s) {
-  std::set<const VarNode*> out;
+// The buffers a statement loads from and stores to.
+struct Accessed {
+  std::set<const VarNode*> reads, writes;
+};
+
+Accessed accessed(const Stmt& s) {
   struct Scan : StmtVisitor {
-    std::set<const VarNode*>* out;
+    Accessed a;
+    void visit_buffer_load(const BufferLoadNode* op) override {
+      a.reads.insert(op->buffer->data.get());
+      StmtVisitor::visit_buffer_load(op);
+    }
     void visit_buffer_store(const BufferStoreNode* op) override {
-      out->insert(op->buffer->data.get());
+      a.writes.insert(op->buffer->data.get());
       StmtVisitor::visit_buffer_store(op);
     }
   } scan;
-  scan.out = &out;
   scan.visit_stmt(s);
-  return out;
-}
-
-std::set<const VarNode*> read(const Stmt& s) {
-  std::set<const VarNode*> out;
-  struct Scan : StmtVisitor {
-    std::set<const VarNode*>* out;
-    void visit_buffer_load(const BufferLoadNode* op) override {
-      out->insert(op->buffer->data.get());
-      StmtVisitor::visit_buffer_load(op);
-    }
-  } scan;
-  scan.out = &out;
-  scan.visit_stmt(s);
-  return out;
+  return scan.a;
 }
 
 Stmt barrier() { return evaluate(make_intrinsic(DataType::i32(), "kiln_barrier", {})); }
@@ -192,9 +185,9 @@ class Injector : public StmtMutator {
       doubled[data] = Buffer(node);
     }
     // Producers move after the rest of the body: what they read must not change within it.
-    std::set<const VarNode*> rest_writes = written(seq(rest));
+    const std::set<const VarNode*> rest_writes = accessed(seq(rest)).writes;
     for (const Stmt& p : producers) {
-      for (const VarNode* v : read(marker(p)->body)) {
+      for (const VarNode* v : accessed(marker(p)->body).reads) {
         KILN_USER_CHECK(!rest_writes.count(v))
             << "double_buffer: the producer of '" << name_of(marker(p)) << "' reads '" << v->name
             << "', which loop '" << loop << "' writes; its next iteration cannot be loaded early";
