@@ -162,6 +162,30 @@ TEST_CASE("inject_double_buffer: refusals", "[ir][gpu]") {
   CHECK_THROWS_WITH(inject_double_buffer(f), Contains("shared buffer 'S' is not produced at the top of a serial loop"));
 }
 
+TEST_CASE("inject_double_buffer: refusals of loops it cannot double-buffer", "[ir][gpu]") {
+  using namespace ir;
+  const DataType t = DataType::f32();
+  Buffer x = test::flat_buffer("X", t, 12), y = test::flat_buffer("Y", t, 4), sh = test::flat_buffer("S", t, 4, "shared");
+  Var tx("tx"), k("k");
+  auto marked = [&](const Expr& value) { return attr_stmt(kDoubleBufferScope, sh->data, Expr(1), buffer_store(sh, value, {tx})); };
+  const Stmt use = buffer_store(y, buffer_load(y, {tx}) + buffer_load(sh, {Expr(3) - tx}), {tx});
+  auto kernel = [&](const Stmt& in_threads) {
+    return test::prim_func("k", {x, y}, for_loop(tx, 0, 4, ForKind::ThreadBinding, in_threads, "threadIdx.x"));
+  };
+  // The tile allocated outside the loop: nowhere to put its second half.
+  const Stmt outside = allocate(sh, for_loop(k, 0, 3, ForKind::Serial, seq({marked(buffer_load(x, {k * 4 + tx})), use})));
+  CHECK_THROWS_WITH(inject_double_buffer(kernel(outside)),
+                    Contains("shared buffer 'S' is not allocated inside loop 'k'"));
+  // The loop under a branch on the thread index: its barriers would not be reached by all.
+  const Stmt loop = for_loop(k, 0, 3, ForKind::Serial, allocate(sh, seq({marked(buffer_load(x, {k * 4 + tx})), use})));
+  CHECK_THROWS_WITH(inject_double_buffer(kernel(if_then_else(tx < 2, loop))),
+                    Contains("under a branch not every thread of the block takes"));
+  // A producer reading what the rest of the loop writes cannot run an iteration early.
+  const Stmt reads_y = for_loop(k, 0, 3, ForKind::Serial, allocate(sh, seq({marked(buffer_load(y, {tx})), use})));
+  CHECK_THROWS_WITH(inject_double_buffer(kernel(reads_y)),
+                    Contains("the producer of 'S' reads 'Y', which loop 'k' writes"));
+}
+
 TEST_CASE("double_buffer: the matmul template on the OpenCL device, race-checked", "[gpu][opencl]") {
   REQUIRE_OPENCL(dev);
   const Target t = Target::parse("opencl");
