@@ -50,7 +50,7 @@ using target_detail::size_str;
 
 bool CpuFacts::operator==(const CpuFacts& o) const {
   return vector_bits == o.vector_bits && vector_registers == o.vector_registers && fma == o.fma &&
-         mask_registers == o.mask_registers &&
+         mask_registers == o.mask_registers && int8_dot == o.int8_dot &&
          fma_latency == o.fma_latency && fma_per_cycle == o.fma_per_cycle && loads_per_cycle == o.loads_per_cycle &&
          l1d_bytes == o.l1d_bytes &&
          l2_bytes == o.l2_bytes && l3_bytes == o.l3_bytes && cores == o.cores;

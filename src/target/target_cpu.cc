@@ -130,6 +130,7 @@ CpuFacts isa_facts(const Target& t) {
     f.vector_bits = 128;
     f.vector_registers = 16;
   }
+  f.int8_dot = pick_int8_dot(triple.isX86(), triple.isAArch64(), f.vector_bits, has);
   return f;
 }
 

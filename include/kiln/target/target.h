@@ -27,12 +27,28 @@ namespace kiln {
 
 enum class TargetKind { kLLVM, kCUDA, kOpenCL };
 
+// The instruction an int8 dot product of four pairs per int32 lane (the intrinsic int8_dot4,
+// codegen_dot.cc) becomes: VNNI's vpdpbusd (u8 x s8) on 512- or 256-bit vectors, AVX2's
+// widening multiply-adds (vpmovzx/sx to 16 bits, vpmaddwd: exact, where vpmaddubsw would
+// saturate its 16-bit pair sums), NEON's sdot (s8 x s8), or plain widening arithmetic.
+enum class Int8Dot { kNone, kAvx2, kAvxVnni, kAvx512Vnni, kNeonDot };
+// Picks it from what the ISA has (`has("avx512vnni")`), for `vector_bits`-wide code.
+template <typename Has>
+Int8Dot pick_int8_dot(bool x86, bool aarch64, int vector_bits, Has has) {
+  if (x86 && vector_bits >= 512 && has("avx512vnni")) return Int8Dot::kAvx512Vnni;
+  if (x86 && (has("avxvnni") || (has("avx512vnni") && has("avx512vl")))) return Int8Dot::kAvxVnni;
+  if (x86 && has("avx2")) return Int8Dot::kAvx2;
+  if (aarch64 && has("dotprod")) return Int8Dot::kNeonDot;
+  return Int8Dot::kNone;
+}
+
 // What CPU schedules derive their register blocks, cache blocks and parallel splits from.
 struct CpuFacts {
   int vector_bits = 128;      // the SIMD register float ops use: 128 SSE/NEON, 256 AVX/AVX2, 512 AVX-512
   int vector_registers = 16;  // architectural SIMD registers: 16 (SSE, AVX, AVX2), 32 (AVX-512, NEON)
   bool fma = false;           // fused multiply-add instructions
   bool mask_registers = false;  // vector loads/stores under a lane mask cost about a plain one (AVX-512)
+  Int8Dot int8_dot = Int8Dot::kNone;  // what int8 kernels' dot products become
   int fma_latency = 4;        // cycles from an FMA to a dependent one
   int fma_per_cycle = 2;      // vector FMAs a core issues per cycle at vector_bits
   int loads_per_cycle = 2;    // vector loads a core issues per cycle

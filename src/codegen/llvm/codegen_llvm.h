@@ -21,6 +21,7 @@
 #include "kiln/ir/arith.h"
 #include "kiln/ir/expr.h"
 #include "kiln/ir/stmt.h"
+#include "kiln/target/target.h"
 
 namespace kiln::codegen::llvm_backend {
 
@@ -39,6 +40,8 @@ struct CodeGenOptions {
   // them (AVX2's vmaskmovps to memory, microcoded on AMD cores; NEON, where LLVM stores lane by
   // lane) a store under a run-time mask first tests the mask: all lanes on, a plain store.
   bool mask_registers = false;
+  // The instruction int8_dot4 becomes where its lanes fit it (codegen_dot.cc).
+  Int8Dot int8_dot = Int8Dot::kNone;
 };
 
 class CodeGenLLVM {
@@ -49,6 +52,9 @@ class CodeGenLLVM {
   void add_function(const ir::PrimFunc& f);
 
  private:
+  // ---- int8 dot products (codegen_dot.cc)
+  llvm::Value* emit_int8_dot4(const ir::CallNode* op);
+
   // ---- types and values (codegen_llvm.cc)
   // Type of a value in registers: bool -> i1, bf16 -> float (see codegen_expr.cc), handle -> ptr.
   llvm::Type* llvm_type(ir::DataType t);

@@ -46,6 +46,8 @@ class LLVMCompiledModule : public CompiledModule {
     cg.prefer_512 = x86 && sti->checkFeatures("+avx512f");
     cg.native_vector_bits = cg.prefer_512 ? 512 : x86 && sti->checkFeatures("+avx") ? 256 : 128;
     cg.mask_registers = cg.prefer_512;
+    cg.int8_dot = pick_int8_dot(x86, tm_->getTargetTriple().isAArch64(), cg.native_vector_bits,
+                                [&](const char* f) { return sti->checkFeatures(std::string("+") + f); });
     CodeGenLLVM codegen(module_.get(), cg);
     std::unordered_set<std::string> names;
     for (const ir::PrimFunc& f : funcs) {

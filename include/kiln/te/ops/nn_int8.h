@@ -1,0 +1,55 @@
+// Integer convolution and dense of quantized models: int8 or uint8 data x int8 weights, summed
+// exactly in int32, as ONNX's ConvInteger / MatMulInteger define them:
+//
+//   out[n, oc, y, x] = sum (x[n, c, y', x'] - x_zero_point) * w[oc, c, ky, kx]   (conv2d_int8)
+//   out[..., m, n]   = sum_k (x[..., m, k] - x_zero_point) * w[n, k]             (dense_int8)
+//
+// They compute in the layouts the int8_dot4 intrinsic reads (ir/expr.h: four products per
+// int32 lane), so a CPU schedule can tensorize the innermost (lane, four channels) loops onto
+// vpdpbusd, AVX2's vpmaddwd or NEON's sdot (schedule/templates/int8_cpu.h):
+//
+//   <name>.pack     the data shifted to Int8Layout::data (uint8 for vpdpbusd's unsigned operand:
+//                   x + 128 from int8; int8 for sdot: x - 128 from uint8) in blocks of four
+//                   channels [N, C/4, H', W', 4] (conv: padded with the zero point) or
+//                   [..., M, K/4, 4] (dense); channels past C hold the zero point
+//   <name>.wpack    w as [OC/L, C/4, KY, KX, L, 4] (conv) or [N/L, K/4, L, 4] (dense): for one
+//                   block of L outputs and four channels, 4L contiguous bytes; zero-padded; it
+//                   reads only the weight (precomputed for a constant one)
+//   <name>.wsum     sum of each output's weights [OC/L * L]: the zero point's share,
+//                   subtracted once per output instead of once per product
+//   <name>.blocked  sum pack * wpack in [N, OC/L, OY, OX, L] (conv) or [..., M, N/L, L]
+//   <name>          blocked - shifted zero point * wsum, in NCHW / [..., M, N]
+//
+// Weights must be int8 with a zero point of 0 (symmetric, as ONNX Runtime's quantizer makes
+// them); asymmetric weights stay on the float path (the graph pass that picks these ops says so).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/ir/dtype.h"
+#include "kiln/ir/expr.h"
+#include "kiln/te/ops/nn_conv.h"
+#include "kiln/te/operation.h"
+
+namespace kiln::te::ops {
+
+inline constexpr const char* kInt8PackSuffix = ".pack";
+inline constexpr const char* kInt8WeightSumSuffix = ".wsum";
+
+// Picked from the target's dot-product instruction by schedule/templates/int8_cpu.h.
+struct Int8Layout {
+  int64_t lanes = 16;                     // L: int32 outputs of one int8_dot4
+  ir::DataType data = ir::DataType::u8();  // what int8_dot4's `a` operand is
+};
+
+// x [N, C, H, W] int8/uint8, w [OC, C, KY, KX] int8 (groups 1), x_zero_point of x's dtype
+// (a constant or a load of a scalar tensor) -> int32 [N, OC, OY, OX].
+Tensor conv2d_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const ConvNdAttrs& a,
+                   const Int8Layout& layout, const std::string& name = "conv_int8");
+
+// x [..., M, K] int8/uint8, w [N, K] int8 -> int32 [..., M, N].
+Tensor dense_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const Int8Layout& layout,
+                  const std::string& name = "dense_int8");
+
+}  // namespace kiln::te::ops

@@ -1,0 +1,171 @@
+#include "kiln/schedule/templates/int8_cpu.h"
+
+#include <algorithm>
+
+#include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/schedule/templates/register_tile.h"
+#include "kiln/support/error.h"
+#include "kiln/te/reduce.h"
+
+namespace kiln::schedule {
+
+using ir::DataType;
+using ir::Expr;
+
+te::ops::Int8Layout int8_layout(const Target& target) {
+  switch (target.facts.int8_dot) {
+    case Int8Dot::kAvx512Vnni: return {16, DataType::u8()};
+    case Int8Dot::kAvxVnni:
+    case Int8Dot::kAvx2: return {8, DataType::u8()};
+    case Int8Dot::kNeonDot: return {4, DataType::i8()};
+    case Int8Dot::kNone: break;
+  }
+  return {target.lanes(32), DataType::u8()};
+}
+
+namespace {
+
+// The region's indices with its last one a run of `lanes` elements: the intrinsic's operands
+// are contiguous (a's four channels; b's L x 4 bytes, row-major and whole in its last two dims).
+std::vector<Expr> run_of(const TensorIntrinBuffer& t, int lanes) {
+  std::vector<Expr> idx = t.base;
+  idx.back() = ir::ramp(idx.back(), Expr(1), lanes);
+  return idx;
+}
+
+}  // namespace
+
+TensorIntrin int8_dot4_intrin(const te::ops::Int8Layout& layout) {
+  const int64_t L = layout.lanes;
+  auto a = te::placeholder({4}, layout.data, "a");
+  auto b = te::placeholder({L, 4}, DataType::i8(), "b");
+  auto k = te::reduce_axis(4, "k");
+  const DataType i32 = DataType::i32();
+  auto c = te::compute({L}, [&](ir::Var j) { return te::sum(ir::cast(i32, a(k)) * ir::cast(i32, b(j, k)), {k}); },
+                       "c", {"j"});
+  auto emit = [L](bool accumulate) {
+    return [L, accumulate](const std::vector<TensorIntrinBuffer>& in, const std::vector<TensorIntrinBuffer>& out) {
+      KILN_CHECK(in[1].strides.size() >= 2 && in[1].strides[in[1].strides.size() - 2] == 4)
+          << "int8_dot4: the weight block must be [L, 4] row-major";
+      const int lanes = static_cast<int>(L);
+      std::vector<Expr> ci = run_of(out[0], lanes);
+      Expr acc = accumulate ? ir::buffer_load(out[0].buffer, ci) : ir::make_zero(DataType::i32(lanes));
+      Expr a_run = ir::buffer_load(in[0].buffer, run_of(in[0], 4));
+      Expr b_run = ir::buffer_load(in[1].buffer, run_of(in[1], 4 * lanes));
+      return ir::buffer_store(out[0].buffer, ir::int8_dot4(acc, a_run, b_run), ci);
+    };
+  };
+  return {"int8_dot4", c, emit(false), emit(true)};
+}
+
+namespace {
+
+// The default tile: `blocks` x `columns` accumulators ranked by the register model among the
+// divisors of `extent` (up to the register file) and 1, 2 or 4 blocks dividing nblk.
+std::pair<int64_t, int64_t> default_tile(const Target& target, int64_t nblk, int64_t extent) {
+  std::pair<int64_t, int64_t> best{1, 1};
+  std::vector<double> best_rank;
+  for (int64_t blocks : {1, 2, 4}) {
+    if (nblk % blocks != 0) continue;
+    for (int64_t cols = 1; cols <= std::min<int64_t>(extent, target.facts.vector_registers - 2); ++cols) {
+      if (extent % cols != 0) continue;
+      std::vector<double> rank = tile_rank(target, {blocks, cols});
+      if (best_rank.empty() || rank < best_rank) best_rank = rank, best = {blocks, cols};
+    }
+  }
+  return best;
+}
+
+// The packed weight and its sums at the root (a graph compile precomputes both for a constant
+// weight); the packed data at the root in parallel, its padding inlined into it.
+void place_operands(Schedule& s, const te::Tensor& blocked, const te::Tensor& result) {
+  te::Tensor pack = input_with_suffix(blocked, te::ops::kInt8PackSuffix);
+  te::Tensor pad = input_with_suffix(pack, te::ops::kPadSuffix);
+  if (pad.defined() && !pad.op().as<te::PlaceholderOpNode>()) s[pad].compute_inline();
+  compute_root_parallel(s, pack, 1);
+  compute_root_parallel(s, input_with_suffix(blocked, te::ops::kPackSuffix), 1);
+  te::Tensor wsum = input_with_suffix(result, te::ops::kInt8WeightSumSuffix);
+  if (wsum.defined() && wsum.op().as<te::ComputeOpNode>()) s[wsum].compute_root();
+}
+
+te::Tensor blocked_of(const te::Tensor& result, const char* what) {
+  te::Tensor blocked = input_with_suffix(result, te::ops::kBlockedSuffix);
+  KILN_CHECK(blocked.defined()) << what << ": '" << result.name() << "' is not its op's result";
+  return blocked;
+}
+
+}  // namespace
+
+void schedule_conv2d_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                              Config& cfg) {
+  te::Tensor blocked = blocked_of(conv, "schedule_conv2d_int8_cpu");
+  KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv2d_int8_cpu: the tiled stage must have the conv's shape";
+  const te::ops::Int8Layout layout{blocked.shape().back(), input_with_suffix(blocked, te::ops::kInt8PackSuffix).dtype()};
+  const int64_t L = layout.lanes, nblk = blocked.shape()[1], ow = conv.shape()[3];
+  auto [dblocks, dcols] = default_tile(target, nblk, ow);
+  int64_t owr = cfg.define_split("tile_ow", ow, 2, {ow / dcols, dcols}, target.facts.vector_registers - 2)[1];
+  int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, dblocks);
+  while (nblk % ocp != 0) ocp /= 2;
+
+  if (!conv.same_as(tiled)) s[conv].compute_inline();
+  Stage out = s[tiled];
+  auto ax = out.op_axis();  // n, c, h, w
+  auto [oco, oci] = out.split(ax[1], L * ocp);
+  auto [owo, owi] = out.split(ax[3], owr);
+  out.reorder({ax[0], oco, ax[2], owo, oci, owi});
+  out.unroll(owi);
+  fuse_parallel(out, {ax[0], oco, ax[2]});
+
+  Stage b = s[blocked];
+  b.set_scope("local");
+  b.compute_at(out, owo);
+  auto bx = b.op_axis();     // n, block, oy, ox, lane
+  auto r = b.reduce_axis();  // channel quads, ky, kx, the quad's four
+  b.reorder({bx[0], bx[2], r[0], r[1], r[2], bx[1], bx[3], bx[4], r[3]});
+  b.unroll(bx[1]);
+  b.unroll(bx[3]);
+  b.tensorize(bx[4], int8_dot4_intrin(layout));
+  place_operands(s, blocked, conv);
+}
+
+void schedule_dense_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, const Target& target,
+                             Config& cfg) {
+  te::Tensor blocked = blocked_of(dense, "schedule_dense_int8_cpu");
+  KILN_CHECK(tiled.shape() == dense.shape()) << "schedule_dense_int8_cpu: the tiled stage must have the dense's shape";
+  const te::ops::Int8Layout layout{blocked.shape().back(), input_with_suffix(blocked, te::ops::kInt8PackSuffix).dtype()};
+  const size_t lead = dense.ndim() - 2;
+  const int64_t L = layout.lanes, nblk = blocked.shape()[lead + 1], m = dense.shape()[lead];
+  auto [dblocks, drows] = default_tile(target, nblk, m);
+  int64_t mr = cfg.define_split("tile_m", m, 2, {m / drows, drows}, target.facts.vector_registers - 2)[1];
+  int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, dblocks);
+  while (nblk % ocp != 0) ocp /= 2;
+
+  if (!dense.same_as(tiled)) s[dense].compute_inline();
+  Stage out = s[tiled];
+  auto ax = out.op_axis();  // lead..., m, n
+  auto [mo, mi] = out.split(ax[lead], mr);
+  auto [no, ni] = out.split(ax[lead + 1], L * ocp);
+  std::vector<ir::IterVar> order(ax.begin(), ax.begin() + lead);
+  order.insert(order.end(), {mo, no, mi, ni});
+  out.reorder(order);
+  out.unroll(mi);
+  out.vectorize(ni);
+  std::vector<ir::IterVar> par(ax.begin(), ax.begin() + lead);
+  par.insert(par.end(), {mo, no});
+  ir::IterVar task = fuse_parallel(out, par);
+
+  Stage b = s[blocked];
+  b.set_scope("local");
+  b.compute_at(out, task);
+  auto bx = b.op_axis();     // lead..., m, block, lane
+  auto r = b.reduce_axis();  // quads, the quad's four
+  std::vector<ir::IterVar> border(bx.begin(), bx.begin() + lead);
+  border.insert(border.end(), {r[0], bx[lead], bx[lead + 1], bx[lead + 2], r[1]});
+  b.reorder(border);
+  b.unroll(bx[lead]);
+  b.unroll(bx[lead + 1]);
+  b.tensorize(bx[lead + 2], int8_dot4_intrin(layout));
+  place_operands(s, blocked, dense);
+}
+
+}  // namespace kiln::schedule

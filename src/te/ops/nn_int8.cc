@@ -1,0 +1,157 @@
+#include "kiln/te/ops/nn_int8.h"
+
+#include "kiln/support/error.h"
+#include "kiln/te/ops/transform.h"
+#include "kiln/te/reduce.h"
+
+namespace kiln::te::ops {
+
+using ir::DataType;
+using ir::Expr;
+using ir::Var;
+
+namespace {
+
+Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// What the data's values add to make them the layout's: +128 from int8 to uint8, -128 from
+// uint8 to int8, 0 when they agree.
+int shift_of(DataType x, DataType data) {
+  if (x.is_int() == data.is_int()) return 0;
+  return data.is_uint() ? 128 : -128;
+}
+
+// v (of x's dtype) as a value of the layout's dtype.
+Expr to_layout(const Expr& v, DataType data) {
+  int shift = shift_of(v.dtype(), data);
+  if (shift == 0) return v;
+  return ir::cast(data, ir::cast(DataType::i32(), v) + Expr(shift));
+}
+
+void check_operands(const Tensor& x, const Tensor& w, const Expr& zp, const Int8Layout& layout, const std::string& name) {
+  DataType xt = x.dtype();
+  KILN_USER_CHECK(xt == DataType::i8() || xt == DataType::u8())
+      << name << ": data '" << x.name() << "' must be int8 or uint8, got " << xt.str();
+  KILN_USER_CHECK(w.dtype() == DataType::i8()) << name << ": weight '" << w.name() << "' must be int8, got "
+                                              << w.dtype().str();
+  KILN_USER_CHECK(zp.dtype() == xt) << name << ": the data's zero point must be " << xt.str() << ", got "
+                                    << zp.dtype().str();
+  KILN_USER_CHECK(layout.lanes >= 1 && (layout.data == DataType::u8() || layout.data == DataType::i8()))
+      << name << ": bad int8 layout";
+}
+
+// sum of the packed weights of each output (row-major over wpack's leading block axis and L).
+Tensor weight_sums(const Tensor& wpack, int64_t lanes, const std::string& name) {
+  const std::vector<int64_t>& ws = wpack.shape();
+  std::vector<ir::IterVar> axes;
+  for (size_t d = 1; d + 2 < ws.size(); ++d) axes.push_back(reduce_axis(ws[d], "s" + std::to_string(d)));
+  axes.push_back(reduce_axis(4, "sk"));
+  return compute({ws[0] * lanes}, [&](Var o) {
+    std::vector<Expr> idx = {o / c32(lanes)};
+    for (size_t d = 0; d + 1 < axes.size(); ++d) idx.push_back(axes[d]->var);
+    idx.push_back(o % c32(lanes));
+    idx.push_back(axes.back()->var);
+    return te::sum(ir::cast(DataType::i32(), wpack(idx)), axes);
+  }, name + kInt8WeightSumSuffix);
+}
+
+}  // namespace
+
+Tensor conv2d_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, const ConvNdAttrs& a,
+                   const Int8Layout& layout, const std::string& name) {
+  check_operands(x, w, x_zero_point, layout, name);
+  KILN_USER_CHECK(a.dims() == 2 && a.groups == 1 && x.ndim() == 4 && w.ndim() == 4)
+      << name << ": 2-d convolutions of one group only (data " << x.name() << ", weight " << w.name() << ")";
+  KILN_USER_CHECK(w.shape()[1] == x.shape()[1]) << name << ": weight '" << w.name() << "' has " << w.shape()[1]
+                                                << " input channels, data '" << x.name() << "' " << x.shape()[1];
+  const int64_t n = x.shape()[0], c = x.shape()[1], oc = w.shape()[0], ky = w.shape()[2], kx = w.shape()[3];
+  const int64_t L = layout.lanes, c4 = round_up(c, 4) / 4, nblk = round_up(oc, L) / L;
+  int64_t out[2];
+  for (int i = 0; i < 2; ++i) {
+    int64_t ext = a.dilation[i] * ((i == 0 ? ky : kx) - 1) + 1;
+    int64_t padded = x.shape()[2 + i] + a.padding[i] + a.padding[2 + i];
+    KILN_USER_CHECK(a.strides[i] >= 1 && padded >= ext) << name << ": kernel extent " << ext
+                                                        << " exceeds the padded input " << padded;
+    out[i] = (padded - ext) / a.strides[i] + 1;
+  }
+  // Channels past C and the spatial border hold the zero point: (zp - zp) * w adds nothing.
+  Tensor padded = pad_masked(x, {0, 0, a.padding[0], a.padding[1]}, {0, c4 * 4 - c, a.padding[2], a.padding[3]},
+                             x_zero_point, name + kPadSuffix);
+  const int64_t hp = padded.shape()[2], wp = padded.shape()[3];
+  Tensor pack = compute({n, c4, hp, wp, 4}, [&](Var b, Var cb, Var h, Var ww, Var k) {
+    return to_layout(padded(b, cb * c32(4) + k, h, ww), layout.data);
+  }, name + kInt8PackSuffix);
+  Tensor wpack = compute({nblk, c4, ky, kx, L, 4}, [&](const std::vector<Var>& v) {
+    Expr o = v[0] * c32(L) + v[4], ci = v[1] * c32(4) + v[5];
+    Expr inside = ir::logical_and(o < c32(oc), ci < c32(c));
+    Expr safe_o = ir::min(o, c32(oc - 1)), safe_c = ir::min(ci, c32(c - 1));
+    return ir::select(inside, w(safe_o, safe_c, v[2], v[3]), ir::make_zero(DataType::i8()));
+  }, name + kPackSuffix);
+  Tensor wsum = weight_sums(wpack, L, name);
+
+  auto rc = reduce_axis(c4, "rc"), ry = reduce_axis(ky, "ry"), rx = reduce_axis(kx, "rx"), rk = reduce_axis(4, "rk");
+  const DataType i32 = DataType::i32();
+  Tensor blocked = compute({n, nblk, out[0], out[1], L}, [&](Var b, Var blk, Var oy, Var ox, Var j) {
+    Expr y = oy * c32(a.strides[0]) + ry * c32(a.dilation[0]);
+    Expr xx = ox * c32(a.strides[1]) + rx * c32(a.dilation[1]);
+    return te::sum(ir::cast(i32, pack(b, rc, y, xx, rk)) * ir::cast(i32, wpack(blk, rc, ry, rx, j, rk)),
+                   {rc, ry, rx, rk});
+  }, name + kBlockedSuffix);
+  Expr zps = ir::cast(i32, x_zero_point) + Expr(shift_of(x.dtype(), layout.data));
+  return compute({n, oc, out[0], out[1]}, [&](Var b, Var o, Var oy, Var ox) {
+    return blocked(b, o / c32(L), oy, ox, o % c32(L)) - zps * wsum(o);
+  }, name);
+}
+
+Tensor dense_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, const Int8Layout& layout,
+                  const std::string& name) {
+  check_operands(x, w, x_zero_point, layout, name);
+  KILN_USER_CHECK(x.ndim() >= 2 && w.ndim() == 2 && w.shape()[1] == x.shape().back())
+      << name << ": data '" << x.name() << "' [..., M, K] and weight '" << w.name() << "' [N, K] disagree on K";
+  const int64_t k = w.shape()[1], nout = w.shape()[0], L = layout.lanes;
+  const int64_t k4 = round_up(k, 4) / 4, nblk = round_up(nout, L) / L;
+  const size_t lead = x.ndim() - 1;
+  std::vector<int64_t> pshape(x.shape().begin(), x.shape().end() - 1);
+  pshape.push_back(k4);
+  pshape.push_back(4);
+  Tensor pack = compute(pshape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> idx(v.begin(), v.begin() + lead);
+    Expr kk = v[lead] * c32(4) + v[lead + 1];
+    if (k % 4 == 0) {
+      idx.push_back(kk);
+      return to_layout(x(idx), layout.data);
+    }
+    idx.push_back(ir::min(kk, c32(k - 1)));
+    return to_layout(ir::select(kk < c32(k), x(idx), x_zero_point), layout.data);
+  }, name + kInt8PackSuffix);
+  Tensor wpack = compute({nblk, k4, L, 4}, [&](Var blk, Var kb, Var j, Var kk) {
+    Expr o = blk * c32(L) + j, ki = kb * c32(4) + kk;
+    Expr inside = ir::logical_and(o < c32(nout), ki < c32(k));
+    return ir::select(inside, w(ir::min(o, c32(nout - 1)), ir::min(ki, c32(k - 1))), ir::make_zero(DataType::i8()));
+  }, name + kPackSuffix);
+  Tensor wsum = weight_sums(wpack, L, name);
+
+  auto rb = reduce_axis(k4, "rb"), rk = reduce_axis(4, "rk");
+  const DataType i32 = DataType::i32();
+  std::vector<int64_t> bshape(x.shape().begin(), x.shape().end() - 1);
+  bshape.push_back(nblk);
+  bshape.push_back(L);
+  Tensor blocked = compute(bshape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> xi(v.begin(), v.begin() + lead);
+    xi.push_back(rb);
+    xi.push_back(rk);
+    return te::sum(ir::cast(i32, pack(xi)) * ir::cast(i32, wpack(v[lead], rb, v[lead + 1], rk)), {rb, rk});
+  }, name + kBlockedSuffix);
+  Expr zps = ir::cast(i32, x_zero_point) + Expr(shift_of(x.dtype(), layout.data));
+  std::vector<int64_t> oshape(x.shape().begin(), x.shape().end() - 1);
+  oshape.push_back(nout);
+  return compute(oshape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> bi(v.begin(), v.begin() + lead);
+    bi.push_back(v[lead] / c32(L));
+    bi.push_back(v[lead] % c32(L));
+    return blocked(bi) - zps * wsum(v[lead]);
+  }, name);
+}
+
+}  // namespace kiln::te::ops

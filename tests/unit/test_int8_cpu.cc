@@ -1,0 +1,186 @@
+// Integer conv and dense (te/ops/nn_int8.h) under their CPU schedules, tensorized onto int8_dot4:
+// exact against plain int64 reference loops at each x86 level this machine runs (the host's own
+// code: vpdpbusd where it has AVX-512 VNNI; x86-64-v3: AVX2's vpmaddwd; x86-64-v2: the plain
+// widening form), for int8 and uint8 data with non-zero zero points, padding, strides and
+// channel/output counts that are not multiples of 4 or L. Values span the whole int8/uint8
+// range: x = 255 with w = 127 overflows the 16-bit pair sums of vpmaddubsw, the saturating form
+// kiln must not use.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/driver.h"
+#include "kiln/schedule/templates/int8_cpu.h"
+#include "kiln/support/error.h"
+#include "kiln/te/ops/nn_int8.h"
+#include "test_codegen_util.h"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+using runtime::NDArray;
+
+namespace {
+
+const ir::DataType kI8 = ir::DataType::i8(), kU8 = ir::DataType::u8();
+
+// Values of dtype t: random over the whole range, or all at one extreme.
+std::vector<int> values(size_t n, ir::DataType t, uint32_t seed, int fill = 1000) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(t.is_uint() ? 0 : -128, t.is_uint() ? 255 : 127);
+  std::vector<int> v(n);
+  for (int& x : v) x = fill == 1000 ? d(rng) : fill;
+  return v;
+}
+
+NDArray array_of(const std::vector<int64_t>& shape, ir::DataType t, const std::vector<int>& v) {
+  if (t.is_uint()) return NDArray::from_vector<uint8_t>(shape, test::dl_type(t), {v.begin(), v.end()});
+  return NDArray::from_vector<int8_t>(shape, test::dl_type(t), {v.begin(), v.end()});
+}
+
+struct ConvCase {
+  int64_t c, h, w, oc, k, stride, pad;
+};
+
+std::vector<int64_t> conv_reference(const ConvCase& q, const std::vector<int>& x, int zp, const std::vector<int>& w) {
+  const int64_t oh = (q.h + 2 * q.pad - q.k) / q.stride + 1, ow = (q.w + 2 * q.pad - q.k) / q.stride + 1;
+  std::vector<int64_t> out(q.oc * oh * ow, 0);
+  for (int64_t o = 0; o < q.oc; ++o)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t xx = 0; xx < ow; ++xx) {
+        int64_t acc = 0;
+        for (int64_t c = 0; c < q.c; ++c)
+          for (int64_t ky = 0; ky < q.k; ++ky)
+            for (int64_t kx = 0; kx < q.k; ++kx) {
+              int64_t iy = y * q.stride + ky - q.pad, ix = xx * q.stride + kx - q.pad;
+              if (iy < 0 || iy >= q.h || ix < 0 || ix >= q.w) continue;  // padding is the real value 0
+              acc += int64_t(x[(c * q.h + iy) * q.w + ix] - zp) * w[((o * q.c + c) * q.k + ky) * q.k + kx];
+            }
+        out[(o * oh + y) * ow + xx] = acc;
+      }
+  return out;
+}
+
+std::vector<std::string> x86_cpus() {
+  return {Target::host().cpu, "x86-64-v3", "x86-64-v2"};
+}
+
+}  // namespace
+
+TEST_CASE("int8 conv2d tensorized onto the target's dot product is exact at each x86 level", "[int8]") {
+  if (!Target::host().is_x86()) return;
+  const std::vector<ConvCase> cases = {{3, 9, 9, 20, 3, 1, 1}, {16, 7, 7, 32, 1, 1, 0}, {5, 8, 8, 17, 3, 2, 1}};
+  for (const std::string& cpu : x86_cpus()) {
+    Target target = Target::parse("llvm -mcpu=" + cpu);
+    te::ops::Int8Layout layout = schedule::int8_layout(target);
+    for (ir::DataType xt : {kU8, kI8}) {
+      for (size_t ci = 0; ci < cases.size(); ++ci) {
+        const ConvCase& q = cases[ci];
+        const int zp = xt.is_uint() ? 131 : -7;
+        te::Tensor x = te::placeholder({1, q.c, q.h, q.w}, xt, "x");
+        te::Tensor w = te::placeholder({q.oc, q.c, q.k, q.k}, kI8, "w");
+        te::ops::ConvNdAttrs a;
+        a.strides = {q.stride, q.stride};
+        a.padding = {q.pad, q.pad, q.pad, q.pad};
+        a.dilation = {1, 1};
+        te::Tensor conv = te::ops::conv2d_int8(x, w, ir::make_const(xt, zp), a, layout, "conv");
+        schedule::Config cfg;
+        schedule::Schedule s = schedule::create({conv});
+        schedule::schedule_conv2d_int8_cpu(s, conv, conv, target, cfg);
+        codegen::Module m = codegen::build(s, {x, w, conv}, target, "conv");
+        INFO(cpu << ", " << xt.str() << " data, case " << ci << ", config " << cfg.str());
+        // The extremes (case 0): every product at the top of the range.
+        int fill_x = ci == 0 ? (xt.is_uint() ? 255 : -128) : 1000, fill_w = ci == 0 ? (xt.is_uint() ? 127 : -128) : 1000;
+        std::vector<int> xv = values(q.c * q.h * q.w, xt, 3 + ci, fill_x), wv = values(q.oc * q.c * q.k * q.k, kI8, 5 + ci, fill_w);
+        NDArray X = array_of({1, q.c, q.h, q.w}, xt, xv), W = array_of({q.oc, q.c, q.k, q.k}, kI8, wv);
+        NDArray Y = NDArray::empty(conv.shape(), runtime::make_dtype(kDLInt, 32));
+        test::run(m, "conv", {X, W, Y});
+        std::vector<int32_t> got = Y.to_vector<int32_t>();
+        std::vector<int64_t> want = conv_reference(q, xv, zp, wv);
+        REQUIRE(got.size() == want.size());
+        size_t wrong = 0;
+        for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
+        CHECK(wrong == 0);
+        if (ci == 0) {
+          std::string text = m.assembly();
+          if (target.facts.int8_dot == Int8Dot::kAvx512Vnni && xt.is_uint()) CHECK(test::contains(text, "vpdpbusd"));
+          if (target.facts.int8_dot == Int8Dot::kAvx2) CHECK(test::contains(text, "vpmaddwd"));
+          CHECK_FALSE(test::contains(text, "vpmaddubsw"));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("int8 dense tensorized onto the target's dot product is exact at each x86 level", "[int8]") {
+  if (!Target::host().is_x86()) return;
+  for (const std::string& cpu : x86_cpus()) {
+    Target target = Target::parse("llvm -mcpu=" + cpu);
+    te::ops::Int8Layout layout = schedule::int8_layout(target);
+    for (ir::DataType xt : {kU8, kI8}) {
+      for (auto [m_rows, k, n] : std::vector<std::array<int64_t, 3>>{{6, 37, 40}, {8, 64, 32}, {1, 256, 19}}) {
+        const int zp = xt.is_uint() ? 3 : -100;
+        te::Tensor x = te::placeholder({m_rows, k}, xt, "x");
+        te::Tensor w = te::placeholder({n, k}, kI8, "w");
+        te::Tensor d = te::ops::dense_int8(x, w, ir::make_const(xt, zp), layout, "dense");
+        schedule::Config cfg;
+        schedule::Schedule s = schedule::create({d});
+        schedule::schedule_dense_int8_cpu(s, d, d, target, cfg);
+        codegen::Module mod = codegen::build(s, {x, w, d}, target, "dense");
+        INFO(cpu << ", " << xt.str() << " data, " << m_rows << "x" << k << "x" << n << ", config " << cfg.str());
+        std::vector<int> xv = values(m_rows * k, xt, 7), wv = values(n * k, kI8, 9);
+        NDArray X = array_of({m_rows, k}, xt, xv), W = array_of({n, k}, kI8, wv);
+        NDArray Y = NDArray::empty(d.shape(), runtime::make_dtype(kDLInt, 32));
+        test::run(mod, "dense", {X, W, Y});
+        std::vector<int32_t> got = Y.to_vector<int32_t>();
+        size_t wrong = 0;
+        for (int64_t i = 0; i < m_rows; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t acc = 0;
+            for (int64_t q = 0; q < k; ++q) acc += int64_t(xv[i * k + q] - zp) * wv[j * k + q];
+            wrong += got[i * n + j] != acc;
+          }
+        CHECK(wrong == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("int8_dot4 tensorization refuses a nest that is not L lanes by four channels", "[int8]") {
+  Target target = Target::host();
+  te::ops::Int8Layout layout = schedule::int8_layout(target);
+  te::Tensor x = te::placeholder({4, 32}, kU8, "x");
+  te::Tensor w = te::placeholder({2 * layout.lanes, 32}, kI8, "w");
+  te::Tensor d = te::ops::dense_int8(x, w, ir::make_const(kU8, 0), layout, "dense");
+  te::Tensor blocked = d.op().input_tensors()[0];
+  // The blocked stage's loops as the template orders them: rows, quads, block, lanes, the four.
+  auto nest = [&](schedule::Schedule& s) {
+    schedule::Stage b = s[blocked];
+    b.reorder({b.op_axis()[0], b.reduce_axis()[0], b.op_axis()[1], b.op_axis()[2], b.reduce_axis()[1]});
+    return b;
+  };
+  schedule::Schedule s = schedule::create({d});
+  // The intrinsic declared for twice the lanes: the lane axis does not fit.
+  nest(s).tensorize(s[blocked].op_axis()[2], schedule::int8_dot4_intrin({2 * layout.lanes, kU8}));
+  REQUIRE_THROWS_WITH(codegen::build(s, {x, w, d}, target, "dense"),
+                      Contains("does not match intrinsic 'int8_dot4'") && Contains("has extent " + std::to_string(layout.lanes)));
+  // Int8 data against the uint8 intrinsic: the operand's dtype differs.
+  schedule::Schedule s2 = schedule::create({d});
+  nest(s2).tensorize(s2[blocked].op_axis()[2], schedule::int8_dot4_intrin({layout.lanes, kI8}));
+  REQUIRE_THROWS_WITH(codegen::build(s2, {x, w, d}, target, "dense"), Contains("cannot be input 'a'"));
+}
+
+TEST_CASE("int8 conv and dense name the operand of a wrong dtype", "[int8]") {
+  te::ops::Int8Layout layout{16, kU8};
+  te::Tensor xf = te::placeholder({2, 8}, ir::DataType::f32(), "xf");
+  te::Tensor w = te::placeholder({4, 8}, kI8, "w");
+  REQUIRE_THROWS_WITH(te::ops::dense_int8(xf, w, ir::make_const(kU8, 0), layout),
+                      Contains("data 'xf' must be int8 or uint8, got float32"));
+  te::Tensor x = te::placeholder({2, 8}, kU8, "x");
+  te::Tensor wu = te::placeholder({4, 8}, kU8, "wu");
+  REQUIRE_THROWS_WITH(te::ops::dense_int8(x, wu, ir::make_const(kU8, 0), layout), Contains("weight 'wu' must be int8"));
+  REQUIRE_THROWS_WITH(te::ops::dense_int8(x, w, ir::make_const(kI8, 0), layout),
+                      Contains("the data's zero point must be uint8"));
+}
