@@ -31,6 +31,8 @@ except ImportError as e:  # the table then says why in every OpenVINO cell
     ov, OV_IMPORT_ERROR = None, f"import openvino failed: {e}"
 
 MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "bert_mini"]
+# bench/quantize_models.py's int8 versions of the shared models (ONNX Runtime's quantizer).
+QUANTIZED = ["resnet18_int8", "mobilenet_v2_int8", "bert_mini_int8"]
 
 
 def parse_args():
@@ -39,6 +41,10 @@ def parse_args():
     p.add_argument("--models-dir", help="folder of case folders NAME/model.onnx (default: ROOT/../shared/models)")
     p.add_argument("--models", help="comma-separated names under --models-dir "
                    f"(default: {','.join(MODELS)} for the shared models, else every case folder there)")
+    p.add_argument("--quantized", action="store_true",
+                   help="also the int8 models bench/quantize_models.py makes from the shared ones with ONNX Runtime's "
+                   "quantization tools, in ROOT/build/quantized (made when missing); their rows report kiln int8 "
+                   "against ORT int8, and kiln fp32 / kiln int8 where the fp32 model was measured too")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     p.add_argument("--repeat", type=int, default=10, help="timed samples per side per round")
@@ -258,9 +264,8 @@ def geomean(xs):
 
 # ---- one model --------------------------------------------------------------------------------
 
-def measure(a, kiln, models_dir, out_dir, name):
+def measure(a, kiln, case, out_dir, name):
     """Round medians per side for one model; a side that fails holds its reason instead."""
-    case = os.path.join(models_dir, name)
     model = os.path.join(case, "model.onnx")
     res = {"name": name, "compile_s": None, "failed": {}, "med": {}, "cpu": None, "ov_config": None}
     runners = {}
@@ -331,7 +336,8 @@ def print_report(a, kiln, models_dir, rows, load_before, load_after, rebuilt):
     ov_configs = sorted({r["ov_config"] for r in rows if r["ov_config"]})
     if ov_configs:
         print("OpenVINO's compiled-model settings: " + " / ".join(ov_configs))
-    print(f"models: {os.path.abspath(models_dir)}; {a.threads} threads, batch 1, {a.rounds} interleaved "
+    print(f"models: {os.path.abspath(models_dir)}" + ("; int8 ones in build/quantized" if a.quantized else "")
+          + f"; {a.threads} threads, batch 1, {a.rounds} interleaved "
           f"rounds x {a.repeat} samples (>= 0.1 s each)"
           + (f"; tuning log {a.tuning_log}" if tuned else "; untuned"))
     print()
@@ -365,6 +371,11 @@ def print_report(a, kiln, models_dir, rows, load_before, load_after, rebuilt):
             parts.append(f"{s.strip(' ()') or 'kiln'} {geomean(xs):.2f} over {len(xs)} models" if xs
                          else f"{s.strip(' ()') or 'kiln'}: no model measured")
         print(f"geometric mean of {label}: " + "; ".join(parts))
+    speedups = [f"{r['name']} {fp[r['name'][:-5]] / r['med']['kiln']:.2f}x"
+                for fp in [{q["name"]: q["med"]["kiln"] for q in rows if "kiln" in q["med"]}]
+                for r in rows if r["name"].endswith("_int8") and "kiln" in r["med"] and r["name"][:-5] in fp]
+    if speedups:
+        print("kiln fp32 / kiln int8 (the int8 model's speed-up over its float original): " + ", ".join(speedups))
     if rebuilt:
         print("WARNING: the kiln binary or its libraries changed during the run (rebuilt?): "
               "rows may come from different builds, or fail; run again")
@@ -382,13 +393,20 @@ def main():
         names = sorted(d for d in os.listdir(models_dir) if os.path.isfile(os.path.join(models_dir, d, "model.onnx")))
     else:
         names = MODELS
-    for n in names:
-        if not os.path.isfile(os.path.join(models_dir, n, "model.onnx")):
-            sys.exit(f"no model: {os.path.join(models_dir, n, 'model.onnx')}")
+    cases = [(n, os.path.join(models_dir, n)) for n in names]
+    if a.quantized:
+        qdir = os.path.join(a.root, "build", "quantized")
+        if not all(os.path.isfile(os.path.join(qdir, n, "model.onnx")) for n in QUANTIZED):
+            subprocess.run([sys.executable, os.path.join(a.root, "bench", "quantize_models.py"), "--out", qdir,
+                            "--sets", "1"], check=True)
+        cases += [(n, os.path.join(qdir, n)) for n in QUANTIZED]
+    for n, case in cases:
+        if not os.path.isfile(os.path.join(case, "model.onnx")):
+            sys.exit(f"no model: {os.path.join(case, 'model.onnx')}")
     out_dir = os.path.join(a.root, "build", "bench-out")
     os.makedirs(out_dir, exist_ok=True)
     load_before, stamp = os.getloadavg(), kiln_build_stamp(kiln)
-    rows = [measure(a, kiln, models_dir, out_dir, n) for n in names]
+    rows = [measure(a, kiln, case, out_dir, n) for n, case in cases]
     load_after = os.getloadavg()
     print_report(a, kiln, models_dir, rows, load_before, load_after, kiln_build_stamp(kiln) != stamp)
 

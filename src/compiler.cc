@@ -18,7 +18,8 @@ namespace kiln {
 namespace {
 
 const std::vector<std::string>& graph_stages() {
-  static const std::vector<std::string> s = {"infer_types", "fold_constants", "fold_batch_norm", "simplify",
+  static const std::vector<std::string> s = {"infer_types", "fold_constants", "fold_batch_norm", "realize_integer_ops",
+                                             "simplify",
                                              "eliminate_common_subexpr", "remove_dead", "alter_layout",
                                              "fuse_ops", "plan_memory"};
   return s;
@@ -106,6 +107,10 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   Module m = stage("infer_types", infer_types(module));
   m = stage("fold_constants", fold_constants(m));
   m = stage("fold_batch_norm", fold_batch_norm(m));
+  // Integer kernels only where a strategy tensorizes them (CPUs); GPUs keep the float ops on
+  // dequantized values.
+  if (options.int8_kernels && options.target.kind == TargetKind::kLLVM)
+    m = stage("realize_integer_ops", realize_integer_ops(m));
   m = stage("simplify", simplify(m));
   m = stage("eliminate_common_subexpr", eliminate_common_subexpr(m));
   m = stage("remove_dead", remove_dead(m));

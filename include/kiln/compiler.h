@@ -50,6 +50,9 @@ struct CompileOptions {
   // target's strategy finds it pays (te/ops/nn_winograd.h: fewer multiplies, slightly
   // different rounding); false: all direct.
   bool winograd = true;
+  // Quantized models' dequantize -> conv/dense computed by int8 kernels on CPU targets
+  // (relay::realize_integer_ops); false: in float on the dequantized values.
+  bool int8_kernels = true;
   lower::StrategyOptions strategy_options() const;
 };
 

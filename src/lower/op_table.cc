@@ -23,6 +23,8 @@ void fill_table() {
     detail::add_transform_lowerings();
     detail::add_reduce_lowerings();
     detail::add_nn_lowerings();
+    detail::add_integer_lowerings();
+    detail::add_quantize_lowerings();
   });
 }
 }  // namespace

@@ -1,5 +1,5 @@
 // Private helpers of the op table (op_table.cc) and the files that fill it, one per op family:
-// ops_elemwise.cc, ops_transform.cc, ops_reduce.cc, ops_nn.cc.
+// ops_elemwise.cc, ops_transform.cc, ops_reduce.cc, ops_nn.cc, ops_integer.cc, ops_quantize.cc.
 #pragma once
 
 #include <string>
@@ -37,5 +37,10 @@ void add_elemwise_lowerings();
 void add_transform_lowerings();
 void add_reduce_lowerings();
 void add_nn_lowerings();
+void add_integer_lowerings();
+void add_quantize_lowerings();
+
+// The value of a te tensor standing for a relay scalar (its only element).
+ir::Expr scalar_value(const Tensor& t);
 
 }  // namespace kiln::lower::detail

@@ -10,11 +10,13 @@
 #include "kiln/schedule/templates/depthwise_cpu.h"
 #include "kiln/schedule/templates/gemm_blocking.h"
 #include "kiln/schedule/templates/injective_cpu.h"
+#include "kiln/schedule/templates/int8_cpu.h"
 #include "kiln/schedule/templates/norm_cpu.h"
 #include "kiln/schedule/templates/pool_cpu.h"
 #include "kiln/schedule/templates/reduction_cpu.h"
 #include "kiln/schedule/templates/winograd_cpu.h"
 #include "kiln/te/ops/nn_dense.h"
+#include "kiln/te/ops/nn_int8.h"
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/ops/nn_pool.h"
 #include "kiln/te/ops/nn_winograd.h"
@@ -198,6 +200,45 @@ Strategy group_template(const char* name, void (*tmpl)(schedule::Schedule&, cons
   return s;
 }
 
+// The integer conv and dense in the layout of the target's int8 dot product, tensorized onto it
+// (int8_cpu.h); a constant weight packed at compile time.
+Strategy conv_integer(const FusedGroup& g, const Target& t, const StrategyOptions&) {
+  const relay::CallNode& call = anchor_call(g);
+  const ConvNdAttrs a = conv_attrs(call.attrs, false);
+  const te::ops::Int8Layout layout = schedule::int8_layout(t);
+  const int64_t oc = tensor_type(call.type).shape[1];
+  Strategy s = anchored("conv_int8", schedule::schedule_conv2d_int8_cpu);
+  s.lower = single([a, layout](const Inputs& in) {
+    return te::ops::conv2d_int8(in[0], in[1], scalar_value(in[2]), a, layout, "conv_int8", in[3]);
+  });
+  WeightPacking p;
+  p.arg = 1;
+  p.pack = [lanes = layout.lanes](const relay::HostTensor& wt) { return pack_int8_weight(wt, lanes); };
+  p.lower_packed = single([a, layout, oc](const Inputs& in) {
+    return te::ops::conv2d_int8_packed(in[0], in[1], oc, scalar_value(in[2]), a, layout, "conv_int8", in[3]);
+  });
+  s.packing = p;
+  return s;
+}
+
+Strategy dense_integer(const FusedGroup& g, const Target& t, const StrategyOptions&) {
+  const relay::CallNode& call = anchor_call(g);
+  const te::ops::Int8Layout layout = schedule::int8_layout(t);
+  const int64_t n = tensor_type(call.type).shape.back();
+  Strategy s = anchored("dense_int8", schedule::schedule_dense_int8_cpu);
+  s.lower = single([layout](const Inputs& in) {
+    return te::ops::dense_int8(in[0], in[1], scalar_value(in[2]), layout, "dense_int8", in[3]);
+  });
+  WeightPacking p;
+  p.arg = 1;
+  p.pack = [lanes = layout.lanes](const relay::HostTensor& wt) { return pack_int8_weight(wt, lanes); };
+  p.lower_packed = single([layout, n](const Inputs& in) {
+    return te::ops::dense_int8_packed(in[0], in[1], n, scalar_value(in[2]), layout, "dense_int8", in[3]);
+  });
+  s.packing = p;
+  return s;
+}
+
 }  // namespace
 
 bool cpu_conv_stays_nchw(const relay::CallNode& call, const Target& t, const StrategyOptions& o) {
@@ -216,6 +257,8 @@ void add_cpu_strategies(StrategyTable* table) {
   add(OpFamily::kConvBlocked, fixed(anchored("conv_nchwc", schedule::schedule_conv_nchwc_cpu)));
   add(OpFamily::kDepthwiseBlocked, fixed(anchored("depthwise_nchwc", schedule::schedule_depthwise_nchwc_cpu)));
   add(OpFamily::kMatmul, matmul);
+  add(OpFamily::kConvInteger, conv_integer);
+  add(OpFamily::kDenseInteger, dense_integer);
   add(OpFamily::kPool, [](const FusedGroup& g, const Target&, const StrategyOptions&) {
     return anchor_call(g).attrs.get_str("layout", "NCHW") == "NCHW" ? anchored("pool", schedule::schedule_pool_cpu)
                                                                       : anchored("pool_nchwc", schedule::schedule_pool_nchwc_cpu);

@@ -19,6 +19,8 @@ enum class OpFamily {
   kDepthwiseBlocked,  // nn.depthwise_conv2d_NCHWc (relay::alter_layout)
   kDense,          // nn.dense
   kMatmul,         // nn.matmul
+  kConvInteger,    // nn.conv2d_integer
+  kDenseInteger,   // nn.dense_integer
   kPool,           // nn.max/avg/lp_pool*
   kGlobalPool,     // nn.global_avg/max_pool
   kSoftmax,        // nn.softmax, nn.log_softmax

@@ -131,5 +131,37 @@ TEST_CASE("the ONNX node test suite imports with the expected output types", "[o
   CHECK(failures.empty());
   for (const std::string& s : stale) FAIL_CHECK("known exception " << s << " no longer fails: remove it from the list");
   // A floor on what imports, so that losing an operator cannot pass silently as "unsupported".
-  CHECK(ok >= 1114);
+  CHECK(ok >= 1140);
+}
+
+TEST_CASE("the suite's quantization cases: in scope import, out of scope are refused naming node and type",
+          "[onnx][node_suite]") {
+  // Out of scope (src/relay/frontend/onnx/convert_quantize.cc): each case's name says what,
+  // and the refusal names the node's op and that type or attribute.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"e4m3fn", "FLOAT8E4M3FN"}, {"e5m2", "FLOAT8E5M2"}, {"float4e2m1", "FLOAT4E2M1"}, {"uint4", "UINT4"},
+      {"int4", "INT4"},           {"uint2", "UINT2"},     {"int2", "INT2"},             {"blocked", "block_size"}};
+  std::string root = shared_dir() + "/onnx/node";
+  int imported = 0, unsupported = 0;
+  for (const std::string& c : list_dir(root)) {
+    if (c.find("quant") == std::string::npos && c.find("integer") == std::string::npos &&
+        c.find("qlinear") == std::string::npos)
+      continue;
+    std::string why;
+    for (const auto& [tag, what] : refused)
+      if (why.empty() && c.find(tag) != std::string::npos) why = what;
+    INFO(c);
+    try {
+      from_onnx(root + "/" + c + "/model.onnx");
+      CHECK(why.empty());
+      ++imported;
+    } catch (const UnsupportedError& e) {
+      std::string msg = e.what();
+      CHECK(!why.empty());
+      CHECK_THAT(msg, Catch::Contains("ONNX node") && Catch::Contains("Linear)") && Catch::Contains(why));
+      ++unsupported;
+    }
+  }
+  CHECK(imported == 26);
+  CHECK(unsupported == 19);
 }

@@ -41,6 +41,7 @@ struct TuneArgs {
   bool all_groups = false;
   bool cold_weights = false;
   bool no_winograd = false;
+  bool no_int8 = false;
   std::string layout = "auto";
 };
 
@@ -67,6 +68,7 @@ int run_tune(const TuneArgs& a) {
   CompileOptions copts;  // the kernels `kiln compile` builds with the same flags and target
   copts.target = target;
   copts.winograd = !a.no_winograd;
+  copts.int8_kernels = !a.no_int8;
   copts.layout = parse_layout(a.layout);
   std::vector<GraphTask> tasks = extract_tasks(m, copts, topts);
   int kernels = 0;
@@ -150,6 +152,7 @@ void add_tune(CLI::App& app, int* status) {
                             args->memory_limit_mb));
   c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
   c->add_flag("--no-winograd", args->no_winograd, "tune the direct convs `kiln compile --no-winograd` builds");
+  c->add_flag("--no-int8", args->no_int8, "compute quantized models' convs and dense layers in float on dequantized values, not as int8 kernels");
   c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->add_flag("--cold-weights", args->cold_weights,
               "time candidates with the weights moved out of every core's L1/L2 before each call");

@@ -37,6 +37,22 @@ Module eliminate_common_subexpr(const Module& m);
 // per-channel constants (broadcast ops that fuse with their neighbours).
 Module fold_batch_norm(const Module& m);
 
+// A float conv2d / dense / matmul (constant 2-D B) computing on dequantized int8 operands (per
+// tensor data, symmetric int8 weights per tensor or per output) becomes the integer op on the
+// int8 values (nn.conv2d_integer, nn.dense_integer) followed by one dequantize of its int32 sums:
+// quantized models' QDQ pattern (dequantize -> conv -> quantize) then runs as an int8 kernel
+// whose requantization fuses into its tail.
+Module realize_integer_ops(const Module& m);
+
+// A constant int8 weight as nn.conv2d_integer / nn.dense_integer take it: the weight with its
+// outputs first (a matmul's B [K, N], output_axis 1, transposed to [N, K]; otherwise as given)
+// and each output's sum of weights (int32). realize_integer_ops and the ONNX importer's
+// MatMulInteger share it.
+struct IntegerWeight {
+  HostTensor weight, sums;
+};
+IntegerWeight integer_weight(const HostTensor& w, int64_t output_axis);
+
 }  // namespace kiln::relay
 
 // ---- The graph compiler's passes: dead code, layouts, fusion, memory (issue 3) ---------------

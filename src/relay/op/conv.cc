@@ -26,11 +26,18 @@ Window read_window(const Attrs& attrs, size_t d) {
   return w;
 }
 
-// Data and weight of a d-dimensional (transposed) convolution: floating, one dtype, rank d + 2.
-std::pair<const TensorTypeNode*, const TensorTypeNode*> conv_operands(const std::vector<Type>& args, size_t d) {
+// Data and weight of a d-dimensional (transposed) convolution: floating (or int32, where
+// `int32_too`: ConvInteger sums int32 products), one dtype, rank d + 2.
+std::pair<const TensorTypeNode*, const TensorTypeNode*> conv_operands(const std::vector<Type>& args, size_t d,
+                                                                      bool int32_too) {
   const TensorTypeNode& x = tensor_arg(args, 0, "data");
   const TensorTypeNode& w = tensor_arg(args, 1, "weight");
-  check_floating(x, "data");
+  if (int32_too) {
+    KILN_USER_CHECK(x.dtype.is_floating() || x.dtype == DataType::i32())
+        << "data must be floating-point or int32, got " << x.dtype.str();
+  } else {
+    check_floating(x, "data");
+  }
   check_same_dtype(x, w, "data and weight");
   KILN_USER_CHECK(x.rank() == static_cast<int64_t>(d + 2))
       << "data must have rank " << d + 2 << " (N, C and " << d << " spatial dims), got " << shape_str(x.shape);
@@ -40,7 +47,7 @@ std::pair<const TensorTypeNode*, const TensorTypeNode*> conv_operands(const std:
 
 TypeRelation conv_rel(size_t d) {
   return [d](const std::vector<Type>& args, const Attrs& attrs) -> Type {
-    auto [xp, wp] = conv_operands(args, d);
+    auto [xp, wp] = conv_operands(args, d, true);
     const TensorTypeNode& x = *xp;
     const TensorTypeNode& w = *wp;
     Window win = read_window(attrs, d);
@@ -64,7 +71,7 @@ TypeRelation conv_rel(size_t d) {
 
 TypeRelation conv_transpose_rel(size_t d) {
   return [d](const std::vector<Type>& args, const Attrs& attrs) -> Type {
-    auto [xp, wp] = conv_operands(args, d);
+    auto [xp, wp] = conv_operands(args, d, false);
     const TensorTypeNode& x = *xp;
     const TensorTypeNode& w = *wp;
     Window win = read_window(attrs, d);
@@ -94,7 +101,7 @@ void register_conv_ops() {
   for (size_t d = 1; d <= 3; ++d) {
     std::string dim = std::to_string(d) + "d";
     register_op("nn.conv" + dim, 2, 2, OpPattern::OutElementwiseFusable, conv_rel(d),
-                "conv(data NC*, weight OI*): " + doc);
+                "conv(data NC*, weight OI*), floating or int32: " + doc);
     register_op("nn.conv" + dim + "_transpose", 2, 2, OpPattern::OutElementwiseFusable, conv_transpose_rel(d),
                 "conv_transpose(data NC*, weight IO*): " + doc + ", output_padding (ints, d)");
   }

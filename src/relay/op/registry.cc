@@ -30,6 +30,8 @@ void ensure_registered() {
     register_sort_ops();
     register_image_ops();
     register_layout_ops();
+    register_integer_ops();
+    register_quantize_ops();
     return true;
   }();
   (void)done;

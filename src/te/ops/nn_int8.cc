@@ -42,7 +42,7 @@ void check_operands(const Tensor& x, const Tensor& w, const Expr& zp, const Int8
 }
 
 // sum of the packed weights of each output (row-major over wpack's leading block axis and L).
-Tensor weight_sums(const Tensor& wpack, int64_t lanes, const std::string& name) {
+Tensor weight_sums_of(const Tensor& wpack, int64_t lanes, const std::string& name) {
   const std::vector<int64_t>& ws = wpack.shape();
   std::vector<ir::IterVar> axes;
   for (size_t d = 1; d + 2 < ws.size(); ++d) axes.push_back(reduce_axis(ws[d], "s" + std::to_string(d)));
@@ -58,15 +58,35 @@ Tensor weight_sums(const Tensor& wpack, int64_t lanes, const std::string& name) 
 
 }  // namespace
 
+Tensor pack_conv2d_int8_weight(const Tensor& w, int64_t lanes, const std::string& name) {
+  const int64_t oc = w.shape()[0], c = w.shape()[1], L = lanes;
+  const int64_t c4 = round_up(c, 4) / 4, nblk = round_up(oc, L) / L;
+  return compute({nblk, c4, w.shape()[2], w.shape()[3], L, 4}, [&](const std::vector<Var>& v) {
+    Expr o = v[0] * c32(L) + v[4], ci = v[1] * c32(4) + v[5];
+    Expr inside = ir::logical_and(o < c32(oc), ci < c32(c));
+    Expr safe_o = ir::min(o, c32(oc - 1)), safe_c = ir::min(ci, c32(c - 1));
+    return ir::select(inside, w(safe_o, safe_c, v[2], v[3]), ir::make_zero(DataType::i8()));
+  }, name + kPackSuffix);
+}
+
 Tensor conv2d_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, const ConvNdAttrs& a,
-                   const Int8Layout& layout, const std::string& name) {
+                   const Int8Layout& layout, const std::string& name, const Tensor& weight_sums) {
   check_operands(x, w, x_zero_point, layout, name);
-  KILN_USER_CHECK(a.dims() == 2 && a.groups == 1 && x.ndim() == 4 && w.ndim() == 4)
-      << name << ": 2-d convolutions of one group only (data " << x.name() << ", weight " << w.name() << ")";
-  KILN_USER_CHECK(w.shape()[1] == x.shape()[1]) << name << ": weight '" << w.name() << "' has " << w.shape()[1]
-                                                << " input channels, data '" << x.name() << "' " << x.shape()[1];
-  const int64_t n = x.shape()[0], c = x.shape()[1], oc = w.shape()[0], ky = w.shape()[2], kx = w.shape()[3];
-  const int64_t L = layout.lanes, c4 = round_up(c, 4) / 4, nblk = round_up(oc, L) / L;
+  KILN_USER_CHECK(w.ndim() == 4 && w.shape()[1] == x.shape()[1] && x.ndim() == 4)
+      << name << ": weight '" << w.name() << "' must be [OC, C, KY, KX] over data '" << x.name() << "' [N, C, H, W]";
+  return conv2d_int8_packed(x, pack_conv2d_int8_weight(w, layout.lanes, name), w.shape()[0], x_zero_point, a, layout,
+                            name, weight_sums);
+}
+
+Tensor conv2d_int8_packed(const Tensor& x, const Tensor& wpack, int64_t oc, const Expr& x_zero_point,
+                          const ConvNdAttrs& a, const Int8Layout& layout, const std::string& name,
+                          const Tensor& weight_sums) {
+  KILN_USER_CHECK(a.dims() == 2 && a.groups == 1 && x.ndim() == 4 && wpack.ndim() == 6)
+      << name << ": 2-d convolutions of one group only (data " << x.name() << ", weight " << wpack.name() << ")";
+  const int64_t n = x.shape()[0], c = x.shape()[1], ky = wpack.shape()[2], kx = wpack.shape()[3];
+  const int64_t L = layout.lanes, c4 = wpack.shape()[1], nblk = wpack.shape()[0];
+  KILN_USER_CHECK(c4 == round_up(c, 4) / 4 && wpack.shape()[4] == L && nblk * L >= oc)
+      << name << ": packed weight '" << wpack.name() << "' does not fit data '" << x.name() << "'";
   int64_t out[2];
   for (int i = 0; i < 2; ++i) {
     int64_t ext = a.dilation[i] * ((i == 0 ? ky : kx) - 1) + 1;
@@ -82,13 +102,7 @@ Tensor conv2d_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, c
   Tensor pack = compute({n, c4, hp, wp, 4}, [&](Var b, Var cb, Var h, Var ww, Var k) {
     return to_layout(padded(b, cb * c32(4) + k, h, ww), layout.data);
   }, name + kInt8PackSuffix);
-  Tensor wpack = compute({nblk, c4, ky, kx, L, 4}, [&](const std::vector<Var>& v) {
-    Expr o = v[0] * c32(L) + v[4], ci = v[1] * c32(4) + v[5];
-    Expr inside = ir::logical_and(o < c32(oc), ci < c32(c));
-    Expr safe_o = ir::min(o, c32(oc - 1)), safe_c = ir::min(ci, c32(c - 1));
-    return ir::select(inside, w(safe_o, safe_c, v[2], v[3]), ir::make_zero(DataType::i8()));
-  }, name + kPackSuffix);
-  Tensor wsum = weight_sums(wpack, L, name);
+  Tensor wsum = weight_sums.defined() ? weight_sums : weight_sums_of(wpack, L, name);
 
   auto rc = reduce_axis(c4, "rc"), ry = reduce_axis(ky, "ry"), rx = reduce_axis(kx, "rx"), rk = reduce_axis(4, "rk");
   const DataType i32 = DataType::i32();
@@ -104,13 +118,31 @@ Tensor conv2d_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, c
   }, name);
 }
 
+Tensor pack_dense_int8_weight(const Tensor& w, int64_t lanes, const std::string& name) {
+  const int64_t nout = w.shape()[0], k = w.shape()[1], L = lanes;
+  return compute({round_up(nout, L) / L, round_up(k, 4) / 4, L, 4}, [&](Var blk, Var kb, Var j, Var kk) {
+    Expr o = blk * c32(L) + j, ki = kb * c32(4) + kk;
+    Expr inside = ir::logical_and(o < c32(nout), ki < c32(k));
+    return ir::select(inside, w(ir::min(o, c32(nout - 1)), ir::min(ki, c32(k - 1))), ir::make_zero(DataType::i8()));
+  }, name + kPackSuffix);
+}
+
 Tensor dense_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, const Int8Layout& layout,
-                  const std::string& name) {
+                  const std::string& name, const Tensor& weight_sums) {
   check_operands(x, w, x_zero_point, layout, name);
   KILN_USER_CHECK(x.ndim() >= 2 && w.ndim() == 2 && w.shape()[1] == x.shape().back())
       << name << ": data '" << x.name() << "' [..., M, K] and weight '" << w.name() << "' [N, K] disagree on K";
-  const int64_t k = w.shape()[1], nout = w.shape()[0], L = layout.lanes;
-  const int64_t k4 = round_up(k, 4) / 4, nblk = round_up(nout, L) / L;
+  return dense_int8_packed(x, pack_dense_int8_weight(w, layout.lanes, name), w.shape()[0], x_zero_point, layout, name,
+                           weight_sums);
+}
+
+Tensor dense_int8_packed(const Tensor& x, const Tensor& wpack, int64_t nout, const Expr& x_zero_point,
+                         const Int8Layout& layout, const std::string& name, const Tensor& weight_sums) {
+  const int64_t k = x.shape().back(), L = layout.lanes;
+  const int64_t k4 = round_up(k, 4) / 4, nblk = wpack.shape()[0];
+  KILN_USER_CHECK(x.ndim() >= 2 && wpack.ndim() == 4 && wpack.shape()[1] == k4 && wpack.shape()[2] == L &&
+                  nblk * L >= nout)
+      << name << ": packed weight '" << wpack.name() << "' does not fit data '" << x.name() << "'";
   const size_t lead = x.ndim() - 1;
   std::vector<int64_t> pshape(x.shape().begin(), x.shape().end() - 1);
   pshape.push_back(k4);
@@ -125,12 +157,7 @@ Tensor dense_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, co
     idx.push_back(ir::min(kk, c32(k - 1)));
     return to_layout(ir::select(kk < c32(k), x(idx), x_zero_point), layout.data);
   }, name + kInt8PackSuffix);
-  Tensor wpack = compute({nblk, k4, L, 4}, [&](Var blk, Var kb, Var j, Var kk) {
-    Expr o = blk * c32(L) + j, ki = kb * c32(4) + kk;
-    Expr inside = ir::logical_and(o < c32(nout), ki < c32(k));
-    return ir::select(inside, w(ir::min(o, c32(nout - 1)), ir::min(ki, c32(k - 1))), ir::make_zero(DataType::i8()));
-  }, name + kPackSuffix);
-  Tensor wsum = weight_sums(wpack, L, name);
+  Tensor wsum = weight_sums.defined() ? weight_sums : weight_sums_of(wpack, L, name);
 
   auto rb = reduce_axis(k4, "rb"), rk = reduce_axis(4, "rk");
   const DataType i32 = DataType::i32();

@@ -44,12 +44,28 @@ struct Int8Layout {
 };
 
 // x [N, C, H, W] int8/uint8, w [OC, C, KY, KX] int8 (groups 1), x_zero_point of x's dtype
-// (a constant or a load of a scalar tensor) -> int32 [N, OC, OY, OX].
+// (a constant or a load of a scalar tensor) -> int32 [N, OC, OY, OX]. `weight_sums`, when
+// defined, is int32 [OC]: each output's sum of weights, precomputed for a constant weight (the
+// graph pass computes it); undefined, the stage <name>.wsum computes it from the packed weight.
 Tensor conv2d_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const ConvNdAttrs& a,
-                   const Int8Layout& layout, const std::string& name = "conv_int8");
+                   const Int8Layout& layout, const std::string& name = "conv_int8",
+                   const Tensor& weight_sums = Tensor());
+// conv2d_int8 with w already packed [OC/L, C/4, KY, KX, L, 4] (lower/weight_packing.h);
+// `oc` output channels, `c` input channels.
+Tensor conv2d_int8_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, const ir::Expr& x_zero_point,
+                          const ConvNdAttrs& a, const Int8Layout& layout, const std::string& name,
+                          const Tensor& weight_sums);
 
-// x [..., M, K] int8/uint8, w [N, K] int8 -> int32 [..., M, N].
+// x [..., M, K] int8/uint8, w [N, K] int8 -> int32 [..., M, N]; weight_sums as above, [N].
 Tensor dense_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const Int8Layout& layout,
-                  const std::string& name = "dense_int8");
+                  const std::string& name = "dense_int8", const Tensor& weight_sums = Tensor());
+// dense_int8 with w already packed [N/L, K/4, L, 4]; `n` outputs.
+Tensor dense_int8_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const ir::Expr& x_zero_point,
+                         const Int8Layout& layout, const std::string& name, const Tensor& weight_sums);
+
+// The packing of a conv weight [OC, C, KY, KX] and of a dense weight [N, K] as te stages
+// (<name>.wpack), zero-padded; weight_packing.h packs constant ones the same way.
+Tensor pack_conv2d_int8_weight(const Tensor& w, int64_t lanes, const std::string& name);
+Tensor pack_dense_int8_weight(const Tensor& w, int64_t lanes, const std::string& name);
 
 }  // namespace kiln::te::ops

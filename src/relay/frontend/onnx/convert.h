@@ -85,6 +85,8 @@ void register_tensor_converters(ConverterTable& t);
 void register_resize_converters(ConverterTable& t);
 void register_index_converters(ConverterTable& t);
 void register_const_converters(ConverterTable& t);
+void register_quantize_converters(ConverterTable& t);
+void register_qlinear_converters(ConverterTable& t);
 const ConverterTable& converters();
 
 // Whether input `index` of an `op_type` node must be known at compile time (a shape, axes,
@@ -94,5 +96,15 @@ bool is_shape_input(const std::string& op_type, int index);
 // Small helpers the families share.
 int64_t normalize_axis_for(int64_t axis, int64_t rank, const NodeContext& ctx, const char* what = "axis");
 std::vector<int64_t> normalize_axes_for(std::vector<int64_t> axes, int64_t rank, const NodeContext& ctx);
+// v converted to type t (v itself when it has it).
+Expr cast_to(NodeContext& c, const Expr& v, DataType t);
+// quantize / dequantize of x by scale and zero point (undefined: 0) along `axis` (an ONNX axis:
+// may be negative, unused when both are per tensor); one-element parameters become scalars
+// (per tensor), as ONNX reads them (convert_quantize.cc).
+Expr quantize_of(NodeContext& c, const Expr& x, const Expr& scale, const Expr& zero_point, int64_t axis, DataType out);
+Expr dequantize_of(NodeContext& c, const Expr& x, const Expr& scale, const Expr& zero_point, int64_t axis);
+// The convolution of a Conv-like node (Conv, ConvInteger, QLinearConv: kernel_shape, strides,
+// pads or auto_pad, dilations, group) of `data` by `weight`, without bias (convert_nn.cc).
+Expr conv_of(NodeContext& c, const Expr& data, const Expr& weight);
 
 }  // namespace kiln::relay::onnx_frontend

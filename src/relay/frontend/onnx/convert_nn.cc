@@ -50,17 +50,7 @@ size_t spatial_dims(const TensorTypeNode& x, const char* what) {
 Shape spatial(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
 
 std::vector<Expr> conv(NodeContext& c) {
-  const TensorTypeNode& x = c.input_type(0, "X");
-  const TensorTypeNode& w = c.input_type(1, "W");
-  size_t d = spatial_dims(x, "Conv");
-  KILN_USER_CHECK(w.rank() == x.rank()) << "weight " << shape_str(w.shape) << " must have the rank of the input";
-  Window win = read_window(c, spatial(x.shape), d, c.attr_ints("kernel_shape", spatial(w.shape)));
-  KILN_USER_CHECK(win.kernel == spatial(w.shape)) << "kernel_shape " << shape_str(win.kernel)
-                                                  << " does not match the weight " << shape_str(w.shape);
-  Attrs a;
-  a.set_ints("strides", win.strides).set_ints("padding", win.pads).set_ints("dilation", win.dilations);
-  a.set_int("groups", c.attr_int("group", 1));
-  Expr y = c.call("nn.conv" + std::to_string(d) + "d", {c.input(0), c.input(1)}, a);
+  Expr y = conv_of(c, c.input(0, "X"), c.input(1, "W"));
   if (c.has_input(2)) y = c.call("nn.bias_add", {y, c.input(2)}, Attrs().set_int("axis", 1));
   return {y};
 }
@@ -220,6 +210,20 @@ std::vector<Expr> lp_norm(NodeContext& c) {
 }
 
 }  // namespace
+
+Expr conv_of(NodeContext& c, const Expr& data, const Expr& weight) {
+  const TensorTypeNode& x = data.tensor_type();
+  const TensorTypeNode& w = weight.tensor_type();
+  size_t d = spatial_dims(x, c.node().op_type().c_str());
+  KILN_USER_CHECK(w.rank() == x.rank()) << "weight " << shape_str(w.shape) << " must have the rank of the input";
+  Window win = read_window(c, spatial(x.shape), d, c.attr_ints("kernel_shape", spatial(w.shape)));
+  KILN_USER_CHECK(win.kernel == spatial(w.shape)) << "kernel_shape " << shape_str(win.kernel)
+                                                  << " does not match the weight " << shape_str(w.shape);
+  Attrs a;
+  a.set_ints("strides", win.strides).set_ints("padding", win.pads).set_ints("dilation", win.dilations);
+  a.set_int("groups", c.attr_int("group", 1));
+  return c.call("nn.conv" + std::to_string(d) + "d", {data, weight}, a);
+}
 
 void register_nn_converters(ConverterTable& t) {
   t["Conv"] = conv;

@@ -21,6 +21,12 @@ constexpr int kMinOpset = 7;
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// A node's key in the converter table: its op type, prefixed by its domain outside the default
+// one ("com.microsoft.QLinearAdd").
+std::string converter_key(const ::onnx::NodeProto& n) {
+  return is_default_domain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
+}
+
 std::string display_name(const ::onnx::NodeProto& n, int index) {
   if (!n.name().empty()) return "'" + n.name() + "'";
   return "#" + std::to_string(index) + (n.output_size() ? " (-> " + n.output(0) + ")" : "");
@@ -60,6 +66,7 @@ class Importer {
       names.push_back(o.name());
     }
     KILN_USER_CHECK(!outputs.empty()) << origin_ << ": the graph has no outputs";
+    if (!unread_unsupported_.empty()) throw UnsupportedError(unread_unsupported_);
     Module m = Module::make(params_, outputs, names);
     verify(m);
     return m;
@@ -85,8 +92,8 @@ class Importer {
     std::map<std::string, std::vector<std::string>> missing;
     for (int i = 0; i < graph_.node_size(); ++i) {
       const auto& n = graph_.node(i);
-      std::string key = is_default_domain(n.domain()) ? n.op_type() : n.domain() + "." + n.op_type();
-      if (!is_default_domain(n.domain()) || !converters().count(n.op_type())) missing[key].push_back(display_name(n, i));
+      std::string key = converter_key(n);
+      if (!converters().count(key)) missing[key].push_back(display_name(n, i));
     }
     if (missing.empty()) return;
     std::ostringstream os;
@@ -117,8 +124,24 @@ class Importer {
       if (needed.count(in.name()) && opts_.input_values.count(in.name())) bound_.insert(in.name());
   }
 
+  // A graph input or initializer of an element type kiln does not compute in (float8, int4,
+  // ...) is refused by the first node that reads it, so the message names that node and its op;
+  // one that no node reads is refused after the nodes.
+  bool defer_unsupported_type(const std::string& name, const char* kind, int code, const std::string& what) {
+    try {
+      dtype_from_onnx(code, what);
+      return false;
+    } catch (const UnsupportedError& e) {
+      unproduced_[name] = std::string(kind) + " '" + name + "' of element type " + onnx_dtype_name(code);
+      if (unread_unsupported_.empty()) unread_unsupported_ = e.what();
+      return true;
+    }
+  }
+
   void add_initializers() {
     for (const auto& t : graph_.initializer()) {
+      if (defer_unsupported_type(t.name(), "initializer", t.data_type(), origin_ + ": initializer '" + t.name() + "'"))
+        continue;
       try {
         values_[t.name()] = make_constant(tensor_from_proto(t, dir_));
       } catch (const UnsupportedError& e) {
@@ -155,10 +178,12 @@ class Importer {
       KILN_USER_CHECK(names.count(name) && !values_.count(name))
           << origin_ << ": cannot bind '" << name << "': the model has no graph input of that name";
     for (const auto& in : graph_.input()) {
-      if (values_.count(in.name())) continue;  // an initializer listed as an input (old exporters)
+      // An initializer listed as an input (old exporters).
+      if (values_.count(in.name()) || unproduced_.count(in.name())) continue;
       std::string what = origin_ + ": graph input '" + in.name() + "'";
       check_tensor_input(in, what);
       const auto& tt = in.type().tensor_type();
+      if (defer_unsupported_type(in.name(), "graph input", tt.elem_type(), what)) continue;
       DataType dtype = dtype_from_onnx(tt.elem_type(), what);
       // A shape given by the user (input_shapes, or the shape of a given value) overrides
       // symbolic dims and must agree with static ones.
@@ -256,7 +281,7 @@ class Importer {
     NodeContext ctx(node, opset_, std::move(inputs), opts_, dir_);
     std::vector<Expr> outs;
     try {
-      outs = converters().at(node.op_type())(ctx);
+      outs = converters().at(converter_key(node))(ctx);
     } catch (const UnsupportedError& e) {
       throw UnsupportedError(where + ": " + e.what());
     } catch (const CompileTimeInputError& e) {
@@ -287,6 +312,7 @@ class Importer {
   std::unordered_map<std::string, std::string> unproduced_;
   std::unordered_map<std::string, int> producer_;  // value name -> the first node that outputs it
   std::set<std::string> bound_;
+  std::string unread_unsupported_;  // the first deferred refusal of an element type
 };
 
 }  // namespace

@@ -199,6 +199,8 @@ const ConverterTable& converters() {
     register_resize_converters(t);
     register_index_converters(t);
     register_const_converters(t);
+    register_quantize_converters(t);
+    register_qlinear_converters(t);
     return t;
   }();
   return table;

@@ -1,0 +1,1 @@
+BmulJÈ“5GLPr’7ZeksYR™TxHHM^š‹V:gM–ŒPi’S[ªE5E¤~Rk_SZ{fqssfnhgjtspimtpwupulfupiNr¡6–ˆ°X‰+¼¿šƒ+Y1ƒ0F¦j]€}|atz~€gkobjmmd`bzrm}\^Bnjlq…X¡“§vvFoiQƒZH:t–¡~X^jY`jWQ]oSVWR„ObkOu\c_Efji<p`Ntk€–y›L‹G—i„bjU
