@@ -160,3 +160,12 @@ TEST_CASE("realize_integer_ops: dense and matmul with a constant B become dense_
     check_against_float(m, 240, 0.1);
   }
 }
+
+TEST_CASE("realize_integer_ops passes over calls of tuple type", "[graph][int8]") {
+  // A split's call has a tuple type (gpt2's qkv split crashed the pass when it read a tensor type).
+  relay::Expr x = var("x", {1, 6, 4});
+  relay::Expr sp = call("split", {x}, Attrs().set_ints("sizes", {2, 4}).set_int("axis", 1));
+  relay::Expr a = make_tuple_get_item(sp, 0), b = make_tuple_get_item(sp, 1);
+  Module m = infer_types(Module::make({x}, {a, b}, {"a", "b"}));
+  CHECK(to_string(realize_integer_ops(m)) == to_string(m));
+}

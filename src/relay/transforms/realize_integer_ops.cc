@@ -100,7 +100,8 @@ class IntegerRealizer : public ExprMutator {
   Expr rewrite_call(const CallNode* op, const Expr& self, std::vector<Expr> args) override {
     Expr e = ExprMutator::rewrite_call(op, self, args);
     const auto* c = e.as<CallNode>();
-    if (!c || e.tensor_type().dtype != DataType::f32()) return e;
+    const auto* t = c ? c->type.as<TensorTypeNode>() : nullptr;  // not a tuple (split)
+    if (!t || t->dtype != DataType::f32()) return e;
     const std::string& name = c->op_name();
     if (name == "nn.conv2d") return conv(c).value_or(e);
     if (name == "nn.dense" || name == "nn.matmul") return dense(c, name == "nn.matmul").value_or(e);
