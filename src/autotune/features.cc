@@ -9,6 +9,7 @@
 
 #include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
+#include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
@@ -351,8 +352,12 @@ const char* const kFuncFields[] = {"num_stores", "num_allocs", "alloc_bytes", "a
 // warp-wide access counted by the 32-byte sectors it touches: coalescing).
 // On CUDA, ptxas's registers per thread and spill bytes, which with the threads and shared
 // bytes decide how many blocks a multiprocessor holds (extract_features' PtxasReport).
-const char* const kGpuFields[] = {"gpu_threads",  "gpu_blocks",    "gpu_shared_bytes", "gpu_local_bytes",
-                                  "gpu_sectors", "gpu_registers", "gpu_spill_bytes"};
+// The shared bytes of double-buffered tiles (Stage::double_buffer): their loads overlap the
+// compute (asynchronously with cp.async on CUDA sm_80+, ir::inject_double_buffer), and their
+// second halves, which the lowered program does not allocate yet, count in gpu_shared_bytes.
+const char* const kGpuFields[] = {"gpu_threads",   "gpu_blocks",      "gpu_shared_bytes",
+                                  "gpu_local_bytes", "gpu_sectors",   "gpu_registers",
+                                  "gpu_spill_bytes", "gpu_double_buffer_bytes"};
 
 std::vector<std::string> make_names() {
   std::vector<std::string> n;
@@ -380,21 +385,34 @@ void access_values(const AccessFeatures& a, double* out) {
 
 struct AllocStats {
   double count = 0, bytes = 0, shared_bytes = 0, local_bytes = 0;
+  double double_buffer_bytes = 0;  // both halves of the double-buffered shared tiles
 };
 
 AllocStats alloc_stats(const Stmt& s) {
   class V : public StmtVisitor {
    public:
     AllocStats st;
+    std::unordered_map<const VarNode*, double> shared;  // bytes per shared buffer
     void visit_allocate(const AllocateNode* op) override {
       double e = 1;
       for (const Expr& d : op->buffer->shape) e *= static_cast<double>(as_const_int(d).value_or(1));
       const double bytes = e * op->buffer->dtype.bytes();
       st.count += 1;
       st.bytes += bytes;
-      if (op->buffer->scope == "shared") st.shared_bytes += bytes;
+      if (op->buffer->scope == "shared") st.shared_bytes += shared[op->buffer->data.get()] = bytes;
       if (op->buffer->scope == "local") st.local_bytes += bytes;
+      if (op->buffer->scope == "warp") st.local_bytes += bytes / 32;  // each lane's part (ir::lower_warp_buffers)
       StmtVisitor::visit_allocate(op);
+    }
+    // The marker sits on the producer, inside the tile's allocation.
+    void visit_attr(const AttrStmtNode* op) override {
+      const auto* v = op->node.as<VarNode>();
+      if (op->key == kDoubleBufferScope && v && shared.count(v)) {
+        st.double_buffer_bytes += 2 * shared[v];
+        st.shared_bytes += shared[v];
+        shared.erase(v);  // one marker per tile (a producer of several stores is one)
+      }
+      StmtVisitor::visit_attr(op);
     }
   } v;
   v.visit_stmt(s);
@@ -497,6 +515,7 @@ std::vector<float> extract_features(const ir::PrimFunc& f, const PtxasReport* pt
     raw[gpu + 5] = ptxas->registers;
     raw[gpu + 6] = ptxas->spill_bytes;
   }
+  raw[gpu + 7] = allocs.double_buffer_bytes;
   std::vector<float> out(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(std::log2(1.0 + std::max(raw[i], 0.0)));
   return out;

@@ -31,11 +31,13 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
   m.target = target;
   m.race_check = options.race_check;
   const ir::GpuLimits limits = gpu_limits(target);
-  for (const ir::PrimFunc& f : funcs) {
+  const bool async_copy = target.kind == TargetKind::kCUDA && target.gpu.async_copy();
+  for (const ir::PrimFunc& func : funcs) {
+    const ir::PrimFunc f = ir::lower_warp_buffers(func);
     ir::verify_gpu(f, limits);
     ir::DeviceProgram p = ir::split_host_device(f);
     for (size_t k = 0; k < p.kernels.size(); ++k) {
-      ir::PrimFunc kernel = ir::hoist_device_allocations(ir::inject_double_buffer(p.kernels[k]));
+      ir::PrimFunc kernel = ir::hoist_device_allocations(ir::inject_double_buffer(p.kernels[k], async_copy));
       kernel = ir::lower_cross_thread_reduction(kernel, p.launches[k], target.gpu.warp_size);
       p.kernels[k] = ir::insert_thread_sync(kernel, p.launches[k]);
       if (options.after_sync) p.kernels[k] = options.after_sync(p.kernels[k]);

@@ -3,10 +3,10 @@
 // scheduled by a GPU template: injective groups by injective_gpu.h, windowed pools by
 // pool_gpu.h, 2-d depthwise convs by depthwise_gpu.h, products and 2-d float32 convs of one
 // group by shared-memory tiles (matmul_gpu.h), other 2-d convs by direct shared-memory tiles
-// (conv_direct_gpu.h), and everything else by the generic GPU template
-// (generic_gpu.h), so every group that compiles for a CPU compiles for a GPU. A group a
-// template does not take gets the generic one under its own name, "gpu_generic", so the
-// fallback shows in the tuning task it makes.
+// (conv_direct_gpu.h), and everything else by the generic GPU template (generic_gpu.h), so
+// every group that compiles for a CPU compiles for a GPU. A group a template does not take gets
+// the generic one under its own name, "gpu_generic", so the fallback shows in the tuning task it
+// makes. float16 / bfloat16 products on CUDA sm_80+ are padded to whole tensor-core tiles.
 #include "kiln/schedule/templates/conv_direct_gpu.h"
 #include "kiln/schedule/templates/depthwise_gpu.h"
 #include "kiln/schedule/templates/generic_gpu.h"
@@ -50,13 +50,18 @@ void add_gpu_strategies(StrategyTable* table) {
     return s;
   };
   // Products: shared-memory tiles (matmul_gpu.h) where the anchor is a product of matrices,
-  // else the generic schedule (a product of vectors).
+  // else the generic schedule (a product of vectors). A float16 product ends in the cast of its
+  // float32 sum (and a slice where padded to whole tiles): the sum is what the template tiles.
   Strategy product;
   product.template_name = "gpu_matmul";
   product.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
                         schedule::Config& cfg) {
-    if (schedule::matmul_gpu_applies(anchor))
-      return schedule::schedule_anchor_gpu(outs, anchor, schedule::schedule_matmul_gpu, t, cfg);
+    te::Tensor sum = anchor;
+    if (const std::vector<te::Tensor> in = anchor.op().input_tensors(); !schedule::matmul_gpu_applies(anchor) &&
+                                                                         in.size() == 1)
+      sum = in[0];
+    if (schedule::matmul_gpu_applies(sum))
+      return schedule::schedule_anchor_gpu(outs, sum, schedule::schedule_matmul_gpu, t, cfg);
     schedule::Schedule s = schedule::create(outs);
     schedule::schedule_generic_gpu(s, outs, t, cfg);
     return s;
@@ -103,6 +108,26 @@ void add_gpu_strategies(StrategyTable* table) {
     };
     return s;
   };
+  // float16 / bfloat16 products on a GPU with mma.sync (CUDA sm_80+): padded to whole
+  // tensor-core tiles (te::ops::ProductPad), the form the matmul template's tensor-core
+  // schedule takes (matmul_tensorcore_gpu.h).
+  const te::ops::ProductPad mma_tiles{16, 8, 16};
+  auto on_tensor_cores = [mma_tiles](StrategyFn base, bool dense_op) {
+    return [=](const relay::FusedGroup& g, const Target& t, const StrategyOptions& o) {
+      Strategy s = base(g, t, o);
+      const relay::CallNode& call = *g.anchor.as<relay::CallNode>();
+      const auto& a = *call.args[0]->type.as<relay::TensorTypeNode>();
+      const auto& b = *call.args[1]->type.as<relay::TensorTypeNode>();
+      const bool half = a.dtype == relay::DataType::f16() || a.dtype == relay::DataType::bf16();
+      if (s.template_name != "gpu_matmul" || !half || !t.gpu.mma_m16n8k16() || a.shape.size() < 2 || b.shape.size() < 2)
+        return s;
+      s.lower = [dense_op, mma_tiles](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
+        return std::vector<te::Tensor>{dense_op ? te::ops::dense_plain(in[0], in[1], false, "dense", mma_tiles)
+                                                : te::ops::batch_matmul(in[0], in[1], 1, "matmul", mma_tiles)};
+      };
+      return s;
+    };
+  };
   auto fixed = [](Strategy s) {
     return [s](const relay::FusedGroup&, const Target&, const StrategyOptions&) { return s; };
   };
@@ -116,6 +141,10 @@ void add_gpu_strategies(StrategyTable* table) {
       (*table)[{kind, f}] = fixed(generic);
     (*table)[{kind, OpFamily::kDense}] = unless_one_row(dense);
     (*table)[{kind, OpFamily::kMatmul}] = unless_one_row(product);
+    if (kind == TargetKind::kCUDA) {
+      (*table)[{kind, OpFamily::kDense}] = on_tensor_cores(unless_one_row(dense), true);
+      (*table)[{kind, OpFamily::kMatmul}] = on_tensor_cores(unless_one_row(product), false);
+    }
   }
 }
 

@@ -87,11 +87,13 @@ class BoundInferer {
   }
 
   // TVM's NeedRelax: loops inside the attach point range over their extent; thread loops are
-  // relaxed when the storage is shared across those threads.
+  // relaxed when the storage is shared across those threads (a warp buffer: across its lanes,
+  // threadIdx.x).
   bool need_relax(const ir::IterVarNode* iv, bool found_attach, const std::string& scope) const {
     auto it = g_.attrs.find(iv);
     bool bound = it != g_.attrs.end() && it->second->for_kind == ir::ForKind::ThreadBinding;
     if (!bound) return !found_attach;
+    if (scope == "warp") return it->second->thread_tag == "threadIdx.x";
     return scope_rank(scope) <= thread_rank(it->second->thread_tag);
   }
 

@@ -83,7 +83,7 @@ class NestBuilder {
       }
       inner = update_stmt();
     }
-    ir::Stmt init = r < n ? init_stmt(r) : ir::Stmt();
+    ir::Stmt init = r < n ? init_stmt(r, tp) : ir::Stmt();
     for (size_t q = std::min(tp, n); q-- > 0;) {
       ir::Stmt body = q + 1 == r ? ir::seq({init, inner}) : inner;
       if (q == part_at_) body = ir::allocate(part_, ir::seq({part_points(false), body, part_points(true)}));
@@ -208,11 +208,15 @@ class NestBuilder {
   }
 
   // Identity stores for the data-parallel points of one iteration outside leaf r; the data-
-  // parallel loops inside r are duplicated with fresh variables.
-  ir::Stmt init_stmt(size_t r) {
+  // parallel loops inside r are duplicated with fresh variables. Under a tensorized leaf tp
+  // whose intrinsic initializes (TensorIntrin::init), its call instead of the stores there.
+  ir::Stmt init_stmt(size_t r, size_t tp) {
     ValueMap values = values_;
     std::vector<std::pair<size_t, ir::Var>> loops;
-    for (size_t q = r + 1; q < leaves_.size(); ++q) {
+    const IterVarAttr* t = tp < leaves_.size() ? attr(leaves_[tp]) : nullptr;
+    const bool by_intrin = t && t->tensor_intrin->init;
+    const size_t end = by_intrin ? tp : leaves_.size();
+    for (size_t q = r + 1; q < end; ++q) {
       const ir::IterVar& leaf = leaves_[q];
       if (leaf->iter_kind == ir::IterKind::Reduce) continue;
       ir::Var v(leaf->var.name() + ".init", leaf->var.dtype());
@@ -223,6 +227,7 @@ class NestBuilder {
       }
       values[leaf.get()] = leaf_value(leaf, v);
     }
+    if (by_intrin) return wrap_fresh_loops(loops, tensorize_init(ctx_, s_, tp, values));
     pass_up_index(s_, ctx_.b, &values);
     auto* red = bodies_[0].as<ir::ReduceNode>();
     std::vector<ir::Stmt> stores;

@@ -10,8 +10,8 @@ namespace kiln::schedule {
 namespace {
 
 void check_scope(const std::string& prim, const std::string& scope) {
-  KILN_USER_CHECK(scope == "global" || scope == "local" || scope == "shared")
-      << prim << ": unknown scope '" << scope << "' (global, local or shared)";
+  KILN_USER_CHECK(scope == "global" || scope == "local" || scope == "shared" || scope == "warp")
+      << prim << ": unknown scope '" << scope << "' (global, local, shared or warp)";
 }
 
 // Reads of tensor `from` become reads of `to` at the indices `place` maps them to.

@@ -239,8 +239,8 @@ void Stage::compute_root() {
 }
 
 void Stage::set_scope(const std::string& scope) {
-  KILN_USER_CHECK(scope == "global" || scope == "local" || scope == "shared")
-      << "set_scope: unknown scope '" << scope << "' for stage '" << name() << "' (global, local or shared)";
+  KILN_USER_CHECK(scope == "global" || scope == "local" || scope == "shared" || scope == "warp")
+      << "set_scope: unknown scope '" << scope << "' for stage '" << name() << "' (global, local, shared or warp)";
   node_->scope = scope;
 }
 

@@ -2,7 +2,8 @@
 // declares and replaces them by the intrinsic's call (TVM's tensorize, for te schedules).
 //
 // The region the nest covers is found like a bound: loops outside the axis are fixed, loops
-// inside range over their extents. Its root axes are matched to the declaration's axes from the
+// inside range over their extents. A nest that may lie wholly outside an axis (tensor_intrin.h)
+// is emitted under a guard. Its root axes are matched to the declaration's axes from the
 // innermost outward (extra outer axes must have extent 1); the stage's expression is rewritten
 // into the declaration's variables and tensors and compared structurally.
 #include <sstream>
@@ -91,15 +92,7 @@ class Tensorizer {
         intrin_(*ctx.g.attrs.at(leaf_.get())->tensor_intrin), d_(*intrin_.decl.op().as<te::ComputeOpNode>()) {}
 
   ir::Stmt run(size_t pos, bool update, const std::unordered_map<const ir::IterVarNode*, ir::Expr>& values) {
-    // The region of every root axis covered by the nest.
-    std::unordered_map<const ir::IterVarNode*, IntervalSet> up;
-    for (size_t q = 0; q < s_.leaf_iter_vars.size(); ++q) {
-      const ir::IterVar& l = s_.leaf_iter_vars[q];
-      const ir::Range& r = ctx_.b.ranges.at(l.get());
-      up[l.get()] = q < pos ? IntervalSet::single_point(values.at(l.get()))
-                            : IntervalSet{r.min, r.min + i32(const_extent(r) - 1)};
-    }
-    pass_up_domain(s_, ctx_.b, free_, &up);
+    std::unordered_map<const ir::IterVarNode*, IntervalSet> up = nest_region(pos, values);
     match_axes(c_.axis, d_.axis, up, "axis");
     match_axes(c_.reduce_axis, d_.reduce_axis, up, "reduce axis");
     check_computation();
@@ -107,13 +100,59 @@ class Tensorizer {
     KILN_USER_CHECK(static_cast<bool>(emit))
         << "tensorize: intrinsic '" << intrin_.name << "' has no update function, but reduce loops of stage '"
         << name() << "' remain outside the tensorized loop '" << leaf_->var.name() << "'";
-    std::vector<TensorIntrinBuffer> ins, outs;
+    std::vector<TensorIntrinBuffer> ins;
     for (const ToDeclInputs::Input& in : to_decl_.inputs) ins.push_back(intrin_buffer(ctx_.storage_of(in.from), in.min));
-    for (int v = 0; v < c_.num_outputs(); ++v) outs.push_back(intrin_buffer(ctx_.storage.at(&s_)[v], out_base_));
-    return emit(ins, outs);
+    const std::vector<TensorIntrinBuffer> outs = outputs();
+    return guarded(emit(ins, outs));
+  }
+
+  // The outputs' initialization: only the data-parallel axes matter (the update's call checks
+  // the rest of the nest against the declaration).
+  ir::Stmt run_init(size_t pos, const std::unordered_map<const ir::IterVarNode*, ir::Expr>& values) {
+    if (!intrin_.init) return ir::Stmt();
+    match_axes(c_.axis, d_.axis, nest_region(pos, values), "axis");
+    const std::vector<TensorIntrinBuffer> outs = outputs();
+    return guarded(intrin_.init({}, outs));
   }
 
  private:
+  // The region of every root axis covered by the nest: leaves outside it at their values.
+  std::unordered_map<const ir::IterVarNode*, IntervalSet> nest_region(
+      size_t pos, const std::unordered_map<const ir::IterVarNode*, ir::Expr>& values) {
+    std::unordered_map<const ir::IterVarNode*, IntervalSet> up;
+    for (size_t q = 0; q < s_.leaf_iter_vars.size(); ++q) {
+      const ir::IterVar& l = s_.leaf_iter_vars[q];
+      const ir::Range& r = ctx_.b.ranges.at(l.get());
+      auto v = values.find(l.get());
+      up[l.get()] = q < pos && v != values.end() ? IntervalSet::single_point(v->second)
+                                                 : IntervalSet{r.min, r.min + i32(const_extent(r) - 1)};
+    }
+    pass_up_domain(s_, ctx_.b, free_, &up);
+    return up;
+  }
+
+  // The outputs' regions in their buffers; where a region may overhang the one its stage
+  // realizes, the intrinsic must clip (TensorIntrin::clips_outputs) and a region wholly outside
+  // is skipped.
+  std::vector<TensorIntrinBuffer> outputs() {
+    std::vector<TensorIntrinBuffer> outs;
+    for (int v = 0; v < c_.num_outputs(); ++v) {
+      outs.push_back(intrin_buffer(ctx_.storage.at(&s_)[v], out_base_));
+      const TensorIntrinBuffer& o = outs.back();
+      for (size_t d = 0; d < o.base.size(); ++d) {
+        const ir::Expr& extent = o.buffer->shape[d];
+        if (ctx_.ana.can_prove(o.base[d] + i32(out_extent_[d]) <= extent)) continue;
+        KILN_USER_CHECK(intrin_.clips_outputs)
+            << mismatch() << "it overhangs the region of '" << o.buffer->name << "' the stage realizes in dimension " << d
+            << " (its consumers need less than whole tiles)";
+        guard_ = guard_.defined() ? ir::logical_and(guard_, o.base[d] < extent) : o.base[d] < extent;
+      }
+    }
+    return outs;
+  }
+
+  ir::Stmt guarded(ir::Stmt call) const { return guard_.defined() ? ir::if_then_else(guard_, call) : call; }
+
   std::string name() const { return s_.origin_op.name(); }
 
   std::string mismatch() const {
@@ -138,10 +177,22 @@ class Tensorizer {
       KILN_USER_CHECK(*ext == want) << mismatch() << what << " '" << iv->var.name() << "' has extent " << *ext
                                     << " in the nest but " << want << " in the declaration";
       ir::Expr end = iv->dom.min + iv->dom.extent;
-      KILN_USER_CHECK(ctx_.ana.can_prove(base >= iv->dom.min) && ctx_.ana.can_prove(base + i32(*ext) <= end))
-          << mismatch() << "the nest overhangs " << what << " '" << iv->var.name()
-          << "' (a split factor that does not divide the extent?)";
-      if (iv->iter_kind != ir::IterKind::Reduce) out_base_.push_back(base);
+      if (!ctx_.ana.can_prove(base + i32(*ext) <= end)) {
+        // Wholly inside or wholly outside: a tile aligned to its extent on an axis of whole
+        // tiles (a block of tiles overhanging the tensor): the call is guarded.
+        const auto axis_extent = ir::as_const_int(iv->dom.extent);
+        const bool whole = axis_extent && *axis_extent % *ext == 0 &&
+                           ctx_.ana.can_prove(ir::eq(ir::floormod(base - iv->dom.min, i32(*ext)), i32(0)));
+        KILN_USER_CHECK(whole) << mismatch() << "the nest overhangs " << what << " '" << iv->var.name()
+                               << "' (a split factor that does not divide the extent?)";
+        guard_ = guard_.defined() ? ir::logical_and(guard_, base < end) : base < end;
+      }
+      KILN_USER_CHECK(ctx_.ana.can_prove(base >= iv->dom.min))
+          << mismatch() << "the nest overhangs " << what << " '" << iv->var.name() << "' below its start";
+      if (iv->iter_kind != ir::IterKind::Reduce) {
+        out_base_.push_back(base);
+        out_extent_.push_back(*ext);
+      }
       ir::Expr value = base;
       if (a >= lead) {
         const ir::IterVar& dv = decl[a - lead];
@@ -248,6 +299,8 @@ class Tensorizer {
   ir::VarMap<ir::Expr> vmap_;
   ir::VarMap<IntervalSet> decl_dom_;
   std::vector<ir::Expr> out_base_;
+  std::vector<int64_t> out_extent_;
+  ir::Expr guard_;  // where the nest may lie wholly outside an axis
   ToDeclInputs to_decl_;
 };
 
@@ -256,6 +309,11 @@ class Tensorizer {
 ir::Stmt tensorize_nest(LowerContext& ctx, const StageNode& s, size_t pos, bool update,
                         const std::unordered_map<const ir::IterVarNode*, ir::Expr>& leaf_values) {
   return Tensorizer(ctx, s, pos).run(pos, update, leaf_values);
+}
+
+ir::Stmt tensorize_init(LowerContext& ctx, const StageNode& s, size_t pos,
+                        const std::unordered_map<const ir::IterVarNode*, ir::Expr>& leaf_values) {
+  return Tensorizer(ctx, s, pos).run_init(pos, leaf_values);
 }
 
 }  // namespace kiln::schedule

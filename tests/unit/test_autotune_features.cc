@@ -251,6 +251,16 @@ TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[auto
   // A CPU function has none of them.
   std::vector<float> cpu = extract_features(scalar_matmul());
   for (const char* name : {"gpu_threads", "gpu_blocks", "gpu_shared_bytes", "gpu_local_bytes", "gpu_sectors",
-                           "gpu_registers", "gpu_spill_bytes"})
+                           "gpu_registers", "gpu_spill_bytes", "gpu_double_buffer_bytes"})
     CHECK(feat(cpu, name) == 0);
+  CHECK(feat(v, "gpu_double_buffer_bytes") == 0);
+  // A double-buffered tile (Stage::double_buffer's marker on its producer) counts both halves,
+  // the second also in the shared bytes: inject_double_buffer allocates it after lowering.
+  Stmt fill = attr_stmt(kDoubleBufferScope, sh->data, Expr(1), buffer_store(sh, buffer_load(x, {t}), {t}));
+  Stmt doubled = for_loop(b, 0, 64, ForKind::ThreadBinding,
+                          for_loop(t, 0, 128, ForKind::ThreadBinding, allocate(sh, seq({fill, stores})), "threadIdx.x"),
+                          "blockIdx.x");
+  std::vector<float> db = extract_features(PrimFunc{"gpu_copy", {x, y, z}, doubled});
+  CHECK(feat(db, "gpu_double_buffer_bytes") == Approx(lg(2 * 256 * 4)));
+  CHECK(feat(db, "gpu_shared_bytes") == Approx(lg(2 * 256 * 4)));
 }

@@ -1,10 +1,12 @@
 // The GPU backend's build: loop-level functions with thread-bound loops -> kernels, launch
 // records and one module of CUDA C or OpenCL C source (GPU.md, pipeline steps 5-8).
 //
-//   verify_gpu         thread binding and the target's limits (ir/transforms.h)
+//   lower_warp_buffers each lane's part of the warps' fragments (ir/transforms.h)
+//   verify_gpu         thread binding and the target's limits
 //   split_host_device  each top-level statement a kernel with its launch record
-//   hoist_device_allocations, insert_thread_sync   per kernel: shared buffers at the top,
-//                      barriers where threads exchange data through them
+//   inject_double_buffer, hoist_device_allocations, insert_thread_sync   per kernel: doubled
+//                      shared tiles (their copies asynchronous on CUDA sm_80+), shared buffers
+//                      at the top, barriers where threads exchange data through them
 //   print              one C source for the module in the target's dialect (source/codegen_c.h)
 //   nvrtc              CUDA only: cubins for the target's image sms and PTX, with ptxas's
 //                      registers, spills and shared memory per kernel in the notes

@@ -63,17 +63,57 @@ inline constexpr const char* kDoubleBufferScope = "double_buffer_scope";
 // barriers, so insert_thread_sync leaves them out of its conflicts.
 inline constexpr const char* kDoubleBufferWrite = "double_buffer_write";
 
+// What inject_double_buffer(async_copy) puts around a global -> shared copy it makes
+// asynchronous: node, the shared buffer's data var; value, the bytes one copy moves (4, 8 or 16);
+// body, one BufferStore `S[i] = X[j]` or `S[i] = select(c, X[j], 0)` (X global, of S's type),
+// the second copying X[j] where c holds and zero-filling where not. With lanes, i and j are ramps
+// of stride 1 whose first elements are proved multiples of the lanes, and c is a broadcast. The
+// CUDA dialect prints it as cp.async (sm_80 and newer), every other dialect as the plain store.
+inline constexpr const char* kAsyncCopy = "async_copy";
+// Evaluated intrinsics around async copies: kAsyncCommit() closes this thread's group of copies
+// issued since its last commit; kAsyncWait(n) waits until at most n of its groups are still in
+// flight. No-ops where copies are plain (they completed when stored).
+inline constexpr const char* kAsyncCommit = "kiln_async_commit";
+inline constexpr const char* kAsyncWait = "kiln_async_wait";
+
 // Double-buffers each shared buffer whose producer is marked kDoubleBufferScope at the top of a
 // serial loop `for (k, 0, K)` body (through Seqs and Allocates): the buffer gets two halves
 // (flat index + (k % 2) * size), allocated outside the loop; a prologue produces iteration 0
 // into half 0, then each iteration computes on half k % 2, produces iteration k + 1 into half
 // (k + 1) % 2 under `if (k + 1 < K)` (marked kDoubleBufferWrite), and ends with a barrier; a
 // barrier follows the prologue.
-// Marked producers move after the rest of the body, so they must not read what the loop writes.
+// With `async_copy` (the target has cp.async: CUDA sm_80+), the producers' plain copies from
+// global memory become kAsyncCopy stores where cp.async can do them; when any does, each
+// iteration issues the next tile's copies first and commits them, computes, then waits for them
+// (kAsyncWait(0)) before its barrier, so the copy of tile k + 1 runs during the compute of
+// tile k; the prologue commits and waits before its barrier likewise.
+// Marked producers move after the rest of the body (before it, asynchronous), so they must not
+// read what the loop writes.
 // A no-op when nothing is marked. kiln::Error naming the buffer for a marker not at the top of a
 // serial loop, or a loop under a branch not every thread of the block takes. Run before
 // hoist_device_allocations.
-PrimFunc inject_double_buffer(const PrimFunc& kernel);
+PrimFunc inject_double_buffer(const PrimFunc& kernel, bool async_copy = false);
+
+// What a tensor intrinsic puts around its per-lane code that reads or writes a buffer of scope
+// "warp" (a warp's accumulators, schedule/mma_intrin.h): node, that buffer's data var; value,
+// the lanes (32). Inside, the buffer's flat index is the lane's own: it runs over the lane's
+// elements, [0, elements / 32).
+inline constexpr const char* kWarpFragment = "warp_fragment";
+// What the mma intrinsic (schedule/mma_intrin.h) puts around a warp's product of one 16 x 8 x 16
+// tile, per lane: node, the accumulators' data var; value, the call kMmaSyncCall(d0, d1, d2, d3,
+// a0, ..., a7, b0, ..., b3) of the lane's accumulators (read and written) and its elements of A
+// and B (float16 or bfloat16 loads) in mma.m16n8k16's fragment layout; body, the same sums as
+// plain loops. The CUDA dialect prints the call as mma.sync (sm_80+), every other the body.
+inline constexpr const char* kMmaSync = "mma_sync";
+inline constexpr const char* kMmaSyncCall = "kiln_mma_m16n8k16";
+
+// Gives each lane its part of every buffer of scope "warp" (Stage::set_scope): the allocation
+// of N elements becomes a local one of N / 32, which the per-lane indices inside kWarpFragment
+// address. kiln::Error naming the buffer for an access outside kWarpFragment (a stage of scope
+// warp read or written other than by the tensor intrinsics that know its layout), for N not a
+// multiple of 32, and for a kernel binding more than 32 threads to threadIdx.x (a warp's
+// lanes are threadIdx.x 0..31). Run before verify_gpu.
+PrimFunc lower_warp_buffers(const PrimFunc& f);
 
 // Moves every shared allocation of a kernel to its top, outside all loops (OpenCL requires
 // __local declarations at a kernel's outermost scope; one allocation per block either way).

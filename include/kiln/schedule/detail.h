@@ -93,5 +93,9 @@ ir::Stmt realize(LowerContext& ctx, const StageNode& s, ir::Stmt rest);
 // update function) rather than compute from scratch (its body).
 ir::Stmt tensorize_nest(LowerContext& ctx, const StageNode& s, size_t pos, bool update,
                         const std::unordered_map<const ir::IterVarNode*, ir::Expr>& leaf_values);
+// The intrinsic's initialization (TensorIntrin::init) of the outputs of the nest from leaf
+// `pos` inward, the leaves outside it at leaf_values; undefined when the intrinsic has none.
+ir::Stmt tensorize_init(LowerContext& ctx, const StageNode& s, size_t pos,
+                        const std::unordered_map<const ir::IterVarNode*, ir::Expr>& leaf_values);
 
 }  // namespace kiln::schedule

@@ -116,7 +116,9 @@ class Stage {
   void compute_inline();
   // Computes the whole stage at the top level (the default).
   void compute_root();
-  // Storage scope of the stage's buffer: "global", "local", "shared".
+  // Storage scope of the stage's buffer: "global", "local", "shared", or "warp": held by the
+  // 32 lanes of a warp (threadIdx.x 0..31) together, each lane 1/32 of it in registers, laid
+  // out by the tensor intrinsics that alone may read and write it (ir::lower_warp_buffers).
   void set_scope(const std::string& scope);
   // Two halves of the stage's shared buffer, so that the serial loop it is computed at loads
   // iteration i+1 into one half while iteration i computes on the other: lowered, AttrStmt

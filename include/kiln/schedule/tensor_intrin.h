@@ -11,6 +11,9 @@
 //
 // At lowering, the loop nest under the tensorized axis must compute exactly the declaration
 // (same extents, same expression up to renaming of variables and tensors); otherwise kiln::Error.
+// One exception to "same extents": a nest that starts at a multiple of its extent on an axis whose
+// extent is a multiple of it lies wholly inside or wholly outside the axis (a block of tiles
+// overhanging the tensor), and its call is emitted under `if (start < end)`.
 #pragma once
 
 #include <functional>
@@ -41,8 +44,17 @@ struct TensorIntrin {
   // Computes the outputs from scratch (a reduction's initialization included).
   Emit body;
   // Accumulates into the outputs: used when some reduce loops stay outside the tensorized nest
-  // (their initialization is then emitted as ordinary loops). May be empty.
+  // (their initialization is then emitted as ordinary loops, or by `init`). May be empty.
   Emit update;
+  // Sets the outputs to the reduction's identity (inputs: none), in place of the ordinary
+  // initialization loops under the tensorized axis when `update` is used: for outputs only the
+  // intrinsics may index, e.g. a warp's fragments (ir::lower_warp_buffers). May be empty.
+  Emit init;
+  // The body stores only inside its outputs' buffers (TensorIntrinBuffer::buffer's shape), so
+  // a nest may overhang the region its stage realizes (a stage realized over less than whole
+  // tiles: its consumers need less); a tile wholly outside it is skipped. Otherwise such a nest
+  // is refused.
+  bool clips_outputs = false;
 };
 
 }  // namespace kiln::schedule

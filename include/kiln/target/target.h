@@ -74,6 +74,10 @@ struct GpuFacts {
   int max_registers_per_thread = 255;
   int warp_size = 32;
   int multiprocessors = 108;                // SMs (compute units): grids of fewer blocks leave some idle
+  // Ampere's additions, sm_80 and newer: cp.async (global -> shared copies issued without a
+  // register round trip, ir::inject_double_buffer) and mma.sync.m16n8k16 on fp16 / bf16.
+  bool async_copy() const { return sm >= 80; }
+  bool mma_m16n8k16() const { return sm >= 80; }
   bool operator==(const GpuFacts& o) const;
 };
 

@@ -13,9 +13,14 @@
 // masked store (vectorize_loops' form of a lane-dependent if) stores lane by lane under each
 // lane's condition, never a whole vector.
 //
-// The race-checking build (print_module's race_check, GpuBuildOptions::race_check) routes every
-// access of a shared buffer through a helper that checks and updates the buffer's shadow state
-// (kRaceCheckFunctions), so a load stays an expression; barriers advance a per-work-item epoch.
+// An asynchronous copy (ir::kAsyncCopy) prints as the dialect's (cp.async in CUDA) or, in a
+// dialect without them, as its plain store; so the OpenCL text of a kernel with asynchronous
+// copies vouches for their indexing.
+//
+// The race-checking build (print_module's race_check, GpuBuildOptions::race_check) checks and
+// updates the buffer's shadow state (kRaceCheckFunctions) at every access of a shared buffer: a
+// load through a helper, so that it stays an expression, a store before it; barriers advance a
+// per-work-item epoch.
 #include "codegen_c.h"
 #include "codegen_c_support.h"
 
@@ -30,6 +35,7 @@
 #include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/structural.h"
+#include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 
 namespace kiln::codegen::source {
@@ -513,7 +519,13 @@ class KernelPrinter {
         stmt(l->body);
         return;
       }
-      case ir::StmtKind::AttrStmt: stmt(s.as<ir::AttrStmtNode>()->body); return;
+      case ir::StmtKind::AttrStmt: {
+        const auto* a = s.as<ir::AttrStmtNode>();
+        if (a->key == ir::kAsyncCopy && d_.async_copies()) async_copy(a);
+        else if (a->key == ir::kMmaSync && d_.warp_mma()) warp_mma(a);
+        else stmt(a->body);
+        return;
+      }
       case ir::StmtKind::BufferStore: {
         const auto* st = s.as<ir::BufferStoreNode>();
         KILN_CHECK(st->indices.size() == 1) << "kernel '" << f_.name << "': store to '" << st->buffer->name
@@ -526,8 +538,13 @@ class KernelPrinter {
         std::string idx = use(st->indices[0]);
         std::string v = stored(st->buffer->dtype, use(st->value));
         const std::string buf = name_of(st->buffer->data);
+        // Checked, then stored in the kernel itself: PoCL 3.1 miscomputed a helper that did both
+        // with a private array's element as the value (the tensor-core GEMM's accumulator
+        // store, every output wrong; the same statements inline gave the right ones).
         if (const Shadow* sh = shadow(st->buffer))
-          line(helper("rcstore", st->buffer->dtype) + "(" + buf + ", " + race_args(*sh, idx) + ", " + v + ");");
+          line(fmt::format("{{ const int kiln_rc_i = {}; kiln_rc_write({}, kiln_rc_i, kiln_rc_tid, kiln_rc_epoch, "
+                           "kiln_races, {}); {}[kiln_rc_i] = {}; }}",
+                           idx, sh->name + ", " + std::to_string(sh->n), sh->id, buf, v));
         else
           line(buf + "[" + idx + "] = " + v + ";");
         return;
@@ -561,11 +578,89 @@ class KernelPrinter {
           if (!shadows_.empty()) line("++kiln_rc_epoch;");  // every work-item passes every barrier
           return;
         }
+        // A dialect without async copies stored them plainly: nothing to commit or wait for.
+        if (const auto* c = v.as<ir::CallNode>(); c && c->name == ir::kAsyncCommit) {
+          if (d_.async_copies()) line(d_.async_copy_commit());
+          return;
+        }
+        if (const auto* c = v.as<ir::CallNode>(); c && c->name == ir::kAsyncWait) {
+          KILN_CHECK(c->args.size() == 1 && ir::as_const_int(c->args[0]))
+              << "kernel '" << f_.name << "': " << ir::kAsyncWait << " takes one constant";
+          if (d_.async_copies()) line(d_.async_copy_wait(*ir::as_const_int(c->args[0])));
+          return;
+        }
         if (v.as<ir::IntImmNode>()) return;
         line(use(v) + ";");
         return;
       }
     }
+  }
+
+  // An ir::kAsyncCopy store (its form: transforms.h) as the dialect's asynchronous copy: the
+  // addresses of the first lanes; where a select zero-fills, the source index clamped to 0 (an
+  // element that exists: the index where the condition fails may lie outside the buffer, a
+  // padding row) and the source bytes the condition's.
+  void async_copy(const ir::AttrStmtNode* a) {
+    const auto* st = a->body.as<ir::BufferStoreNode>();
+    KILN_CHECK(st && st->indices.size() == 1) << "kernel '" << f_.name << "': an async copy is not one flat store";
+    ir::Expr value = st->value, condition;
+    if (const auto* sel = value.as<ir::SelectNode>()) {
+      const auto* b = sel->condition.as<ir::BroadcastNode>();
+      condition = b ? b->value : sel->condition;
+      value = sel->true_value;
+    }
+    const auto* load = value.as<ir::BufferLoadNode>();
+    KILN_CHECK(load && load->indices.size() == 1) << "kernel '" << f_.name << "': an async copy does not copy a load";
+    auto first = [](const ir::Expr& index) {
+      const auto* r = index.as<ir::RampNode>();
+      return r ? r->base : index;
+    };
+    const int bytes = static_cast<int>(*ir::as_const_int(a->value));
+    const std::string dst = name_of(st->buffer->data) + " + " + use(first(st->indices[0]));
+    if (!condition.defined()) {
+      line(d_.async_copy(bytes, dst, name_of(load->buffer->data) + " + " + use(first(load->indices[0])), ""));
+      return;
+    }
+    const std::string ok = fresh_name("copy_ok");
+    line(fmt::format("const bool {} = {};", ok, use(condition)));
+    const std::string src = fmt::format("{} + ({} ? {} : 0)", name_of(load->buffer->data), ok, use(first(load->indices[0])));
+    line(d_.async_copy(bytes, dst, src, fmt::format("({} ? {} : 0)", ok, bytes)));
+  }
+
+  // An ir::kMmaSync region as the dialect's mma: the call's 4 accumulators as lvalues, its 8
+  // elements of A and 4 of B as their bits (16-bit floats are stored as bits), two to a 32-bit
+  // register, the lower element in the low half (as a little-endian 32-bit load of the pair).
+  // Buffers are at least 16-byte aligned (shared: the dialect's qualifier).
+  void warp_mma(const ir::AttrStmtNode* a) {
+    const auto* c = a->value.as<ir::CallNode>();
+    KILN_CHECK(c && c->name == ir::kMmaSyncCall && c->args.size() == 16)
+        << "kernel '" << f_.name << "': " << ir::kMmaSync << " without its call of 16 operands";
+    auto element = [&](const ir::Expr& e) {
+      const auto* l = e.as<ir::BufferLoadNode>();
+      KILN_CHECK(l && l->indices.size() == 1) << "kernel '" << f_.name << "': an mma operand is not a flat load";
+      return name_of(l->buffer->data) + "[" + use(l->indices[0]) + "]";
+    };
+    const ir::DataType in = c->args[4].dtype();
+    KILN_CHECK(in == ir::DataType::f16() || in == ir::DataType::bf16())
+        << "kernel '" << f_.name << "': mma inputs of type " << in.str();
+    std::vector<std::string> acc, regs_a, regs_b;
+    for (int i = 0; i < 4; ++i) acc.push_back(element(c->args[i]));
+    // Neighbours in memory, the first 4-byte aligned (A's pairs along K): one 32-bit load.
+    auto pack = [&](int lo) {
+      const auto* x = c->args[lo].as<ir::BufferLoadNode>();
+      const auto* y = c->args[lo + 1].as<ir::BufferLoadNode>();
+      if (x && y && x->buffer->data.same_as(y->buffer->data) && x->indices.size() == 1 && y->indices.size() == 1) {
+        const ir::Expr& i = x->indices[0];
+        const ir::Expr two = ir::make_int(i.dtype(), 2);
+        if (analyzer_.can_prove(ir::eq(y->indices[0] - i, ir::make_int(i.dtype(), 1))) &&
+            analyzer_.can_prove(ir::eq(ir::floormod(i, two), ir::make_zero(i.dtype()))))
+          return "(*(const unsigned*)(" + name_of(x->buffer->data) + " + " + use(i) + "))";
+      }
+      return "((unsigned)" + element(c->args[lo]) + " | ((unsigned)" + element(c->args[lo + 1]) + " << 16))";
+    };
+    for (int r = 0; r < 4; ++r) regs_a.push_back(pack(4 + 2 * r));
+    for (int r = 0; r < 2; ++r) regs_b.push_back(pack(12 + 2 * r));
+    line(d_.warp_mma(in.is_bfloat() ? "bf16" : "f16", acc, regs_a, regs_b));
   }
 
   void block(const ir::Stmt& s) {

@@ -48,6 +48,24 @@ class Dialect {
   // part; a 32- or 64-bit int or float. A dialect without warps (OpenCL, warp size 1) never
   // meets one.
   virtual std::string warp_shuffle_down(const std::string& value, const std::string& delta) const = 0;
+  // Asynchronous global -> shared copies (ir::kAsyncCopy): whether the dialect has them; a
+  // statement copying `bytes` (4, 8 or 16) from global `src` to shared `dst` (addresses aligned
+  // to `bytes`) that reads only `src_bytes` of them (an int: `bytes` or 0) and zero-fills the
+  // rest, all of them where `src_bytes` is empty; a statement committing this thread's copies
+  // issued so far as a group; one waiting until at most `groups` of its groups are pending. A
+  // dialect without them prints ir::kAsyncCopy as the plain store, and no commit or wait.
+  virtual bool async_copies() const = 0;
+  virtual std::string async_copy(int bytes, const std::string& dst, const std::string& src,
+                                 const std::string& src_bytes) const = 0;
+  virtual std::string async_copy_commit() const = 0;
+  virtual std::string async_copy_wait(int64_t groups) const = 0;
+  // A warp's mma.m16n8k16 (ir::kMmaSync): whether the dialect has it; the statement for inputs
+  // of PTX type `in` ("f16" or "bf16") accumulating in float, from the lane's 4 accumulators
+  // (lvalues, read and written), its 4 32-bit registers of A and 2 of B (unsigned values). A
+  // dialect without it prints the intrinsic's reference loops.
+  virtual bool warp_mma() const = 0;
+  virtual std::string warp_mma(const std::string& in, const std::vector<std::string>& acc,
+                               const std::vector<std::string>& a, const std::vector<std::string>& b) const = 0;
   // The C type of a scalar element type: "long long" / "long", ...; bool storage is one byte.
   virtual std::string type_name(ir::DataType t) const = 0;
   // A math function of float type t: "expf" / "exp".

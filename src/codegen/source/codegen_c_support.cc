@@ -61,8 +61,8 @@ std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
     size_t us = key.find('_');
     std::string op = key.substr(0, us);
     DataType t = DataType::parse(key.substr(us + 1));
-    // Values of 16-bit floats are floats; the race check's accessors take the stored bits.
-    const bool stored = op == "rcload" || op == "rcstore";
+    // Values of 16-bit floats are floats; the race check's accessor takes the stored bits.
+    const bool stored = op == "rcload";
     std::string ty = t.is_floating() && t.bits == 16 && !stored ? "float" : d.type_name(t), fn = "kiln_" + key;
     std::string prefix = d.language() == Language::kCUDA ? "static __device__ __forceinline__ " : "static inline ";
     if (op == "floordiv")
@@ -81,10 +81,6 @@ std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
       out += fmt::format("{}{} {}(__local const {}* s, __local int* sh, int n, int i, int tid, int epoch, "
                          "__global int* races, int id) {{ kiln_rc_read(sh, n, i, tid, epoch, races, id); return s[i]; }}\n",
                          prefix, ty, fn, ty);
-    else if (op == "rcstore")
-      out += fmt::format("{}void {}(__local {}* s, __local int* sh, int n, int i, int tid, int epoch, __global int* races, "
-                         "int id, {} v) {{ kiln_rc_write(sh, n, i, tid, epoch, races, id); s[i] = v; }}\n",
-                         prefix, fn, ty, ty);
   }
   return out;
 }

@@ -22,11 +22,47 @@ class CudaDialect : public Dialect {
   std::string global_param(const std::string& elem, const std::string& name, bool read_only) const override {
     return (read_only ? "const " : "") + elem + "* __restrict__ " + name;
   }
-  std::string shared_qualifier() const override { return "__shared__"; }
+  // 16-byte aligned: a cp.async of 16 bytes needs its shared address aligned so (the offsets
+  // inside the buffer are proved by ir::inject_double_buffer).
+  std::string shared_qualifier() const override { return "__shared__ __align__(16)"; }
   std::string thread_index(const std::string& tag) const override { return tag; }
   std::string barrier() const override { return "__syncthreads();"; }
   std::string warp_shuffle_down(const std::string& value, const std::string& delta) const override {
     return "__shfl_down_sync(0xffffffffu, " + value + ", " + delta + ")";
+  }
+  // cp.async as inline PTX (no header: GPU.md). The shared address is the 32-bit one the
+  // .shared state space takes (__cvta_generic_to_shared is an NVRTC builtin); the global one is
+  // converted too, as .global wants. The cg form (L2 only, leaving L1 to the tile's other
+  // readers) exists for 16 bytes only; smaller copies go through L1 (ca). "memory": the compiler
+  // must not move shared accesses across the copies, commits and waits.
+  bool async_copies() const override { return true; }
+  std::string async_copy(int bytes, const std::string& dst, const std::string& src,
+                         const std::string& src_bytes) const override {
+    return fmt::format(
+        "asm volatile(\"cp.async.{}.shared.global [%0], [%1], {}{};\" :: \"r\"((unsigned)__cvta_generic_to_shared({})), "
+        "\"l\"(__cvta_generic_to_global({})){} : \"memory\");",
+        bytes == 16 ? "cg" : "ca", bytes, src_bytes.empty() ? "" : ", %2", dst, src,
+        src_bytes.empty() ? "" : ", \"r\"(" + src_bytes + ")");
+  }
+  std::string async_copy_commit() const override { return "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");"; }
+  std::string async_copy_wait(int64_t groups) const override {
+    return fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\");", groups);
+  }
+  // mma.sync as inline PTX (no mma.h: GPU.md); the accumulators are both D and C. Not volatile:
+  // it only computes on registers, so the compiler may reuse a fragment's shared-memory loads
+  // across the mma of a warp's tiles (the default float16 GEMM: 33 ld.shared a K slice instead
+  // of 97); inline asm stays convergent in NVVM, so it is not moved into divergent code.
+  bool warp_mma() const override { return true; }
+  std::string warp_mma(const std::string& in, const std::vector<std::string>& acc, const std::vector<std::string>& a,
+                       const std::vector<std::string>& b) const override {
+    std::vector<std::string> outs, ins;
+    for (const std::string& x : acc) outs.push_back("\"+f\"(" + x + ")");
+    for (const std::string& x : a) ins.push_back("\"r\"(" + x + ")");
+    for (const std::string& x : b) ins.push_back("\"r\"(" + x + ")");
+    return fmt::format(
+        "asm(\"mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
+        "{{%8, %9}}, {{%0, %1, %2, %3}};\" : {1} : {2});",
+        in, fmt::join(outs, ", "), fmt::join(ins, ", "));
   }
   std::string type_name(ir::DataType t) const override {
     if (t.is_bool()) return "unsigned char";

@@ -35,6 +35,28 @@ class OpenCLDialect : public Dialect {
     KILN_CHECK(false) << "a warp shuffle in OpenCL C (the opencl target's warp size is 1)";
     return "";
   }
+  // OpenCL C has no asynchronous copy a work-item issues alone (async_work_group_copy is the
+  // whole group's, of one contiguous range): kiln's async copies print as plain stores.
+  bool async_copies() const override { return false; }
+  std::string async_copy(int, const std::string&, const std::string&, const std::string&) const override {
+    KILN_CHECK(false) << "an asynchronous copy in OpenCL C (printed as its plain store)";
+    return "";
+  }
+  std::string async_copy_commit() const override {
+    KILN_CHECK(false) << "an asynchronous copy's commit in OpenCL C";
+    return "";
+  }
+  std::string async_copy_wait(int64_t) const override {
+    KILN_CHECK(false) << "an asynchronous copy's wait in OpenCL C";
+    return "";
+  }
+  // No warp-level matrix instructions: the reference loops of the intrinsic.
+  bool warp_mma() const override { return false; }
+  std::string warp_mma(const std::string&, const std::vector<std::string>&, const std::vector<std::string>&,
+                       const std::vector<std::string>&) const override {
+    KILN_CHECK(false) << "an mma.sync in OpenCL C (printed as its reference loops)";
+    return "";
+  }
   std::string type_name(ir::DataType t) const override {
     if (t.is_bool()) return "uchar";
     if (t.is_floating() && t.bits == 16) return "ushort";  // float16 / bfloat16 stored as bits

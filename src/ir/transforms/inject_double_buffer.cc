@@ -20,9 +20,25 @@
 // next-iteration producer is marked kDoubleBufferWrite and its writes are left out of its
 // conflicts (else it would see a read of B then a write of B in the body and add a barrier
 // before the write, one per iteration more than needed, costing most of the overlap).
+//
+// Asynchronous copies (cp.async, sm_80+): a plain copy stalls its thread until the global load
+// returns, so it overlaps nothing of its own thread's compute; an asynchronous one is issued and
+// left in flight. The producer then goes first:
+//   produce B(0) into half 0 (async); commit; wait(0); barrier
+//   for (k, 0, K) { if (k+1 < K) { produce B(k+1) into half (k+1)%2 (async); commit }
+//                   compute(k) reads half k%2; wait(0); barrier }
+// The same one barrier per iteration, for the same reasons: the half iteration k fills was last
+// read in iteration k-1, before its closing barrier. wait(0) before the barrier: a thread's copies
+// land in shared memory at its wait, not at its issue, so each thread waits for its own before
+// the barrier publishes them to the block. At that wait only the group of tile k+1 is in flight,
+// and it is the one iteration k+1 reads, so no wait lets a group stay pending (wait_group 1 would
+// need the copy of tile k+2 issued before the compute of tile k: a third half). The commit sits
+// in the guard: in the last iteration no group is made, and wait(0) returns at once.
 #include <map>
 #include <set>
 
+#include "async_copies.h"
+#include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
@@ -103,10 +119,12 @@ Accessed accessed(const Stmt& s) {
 }
 
 Stmt barrier() { return evaluate(make_intrinsic(DataType::i32(), "kiln_barrier", {})); }
+Stmt commit() { return evaluate(make_intrinsic(DataType::i32(), kAsyncCommit, {})); }
+Stmt wait_all() { return evaluate(make_intrinsic(DataType::i32(), kAsyncWait, {i32(0)})); }
 
 class Injector : public StmtMutator {
  public:
-  explicit Injector(const Stmt& body) {
+  Injector(const Stmt& body, bool async_copy) : async_(async_copy) {
     // The block's extent per thread tag: a thread loop narrower than it is guarded, so divergent.
     struct Scan : StmtVisitor {
       std::map<std::string, int64_t>* extents;
@@ -149,6 +167,8 @@ class Injector : public StmtMutator {
     post_order_visit(op->value, [&](const Expr& e) {
       if (const auto* v = e.as<VarNode>(); v && thread_vars_.count(v)) thread_vars_.insert(op->var.get());
     });
+    // For the alignment of async copies' vector indices, which may read the let.
+    if (op->var.dtype().is_integer() && op->var.dtype().is_scalar()) ana_.bind_value(op->var, op->value);
     return StmtMutator::visit_let_stmt(op, self);
   }
 
@@ -184,7 +204,8 @@ class Injector : public StmtMutator {
       node->shape = {i32(2 * old.num_elements())};
       doubled[data] = Buffer(node);
     }
-    // Producers move after the rest of the body: what they read must not change within it.
+    // Producers move after the rest of the body (before it, asynchronous): what they read must
+    // not change within it.
     const std::set<const VarNode*> rest_writes = accessed(seq(rest)).writes;
     for (const Stmt& p : producers) {
       for (const VarNode* v : accessed(marker(p)->body).reads) {
@@ -206,19 +227,37 @@ class Injector : public StmtMutator {
     }
     std::vector<Stmt> body;
     for (const Stmt& s : rest) body.push_back(ToHalf(doubled, floormod(rel, i32(2))).mutate_stmt(s));
-    body.push_back(
-        attr_stmt(kDoubleBufferWrite, k, i32(1), if_then_else(k + i32(1) < op->min + op->extent, seq(next))));
+    const Expr more = k + i32(1) < op->min + op->extent;
+    if (async_) {
+      int converted = 0;
+      Stmt async_prologue = detail::make_async_copies(seq(prologue), ana_, &converted);
+      Stmt async_next = detail::make_async_copies(seq(next), ana_, &converted);
+      if (converted > 0) {
+        body.insert(body.begin(), attr_stmt(kDoubleBufferWrite, k, i32(1), if_then_else(more, seq({async_next, commit()}))));
+        body.push_back(wait_all());
+        body.push_back(barrier());
+        Stmt loop = for_loop(k, op->min, op->extent, op->for_kind, seq(body), op->thread_tag);
+        return allocated(allocs, doubled, seq({async_prologue, commit(), wait_all(), barrier(), loop}));
+      }
+    }
+    body.push_back(attr_stmt(kDoubleBufferWrite, k, i32(1), if_then_else(more, seq(next))));
     body.push_back(barrier());
     prologue.push_back(barrier());
     prologue.push_back(for_loop(k, op->min, op->extent, op->for_kind, seq(body), op->thread_tag));
-    Stmt out = seq(prologue);
-    for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
-      auto d = doubled.find((*it)->data.get());
-      out = allocate(d == doubled.end() ? *it : d->second, out);
-    }
-    return out;
+    return allocated(allocs, doubled, seq(prologue));
   }
 
+  // `s` inside the loop's allocations, the doubled ones at their new size.
+  static Stmt allocated(const std::vector<Buffer>& allocs, const std::map<const VarNode*, Buffer>& doubled, Stmt s) {
+    for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
+      auto d = doubled.find((*it)->data.get());
+      s = allocate(d == doubled.end() ? *it : d->second, s);
+    }
+    return s;
+  }
+
+  const bool async_;
+  arith::Analyzer ana_;
   std::map<std::string, int64_t> launch_;
   std::set<const VarNode*> thread_vars_;
   int divergent_ = 0;
@@ -226,9 +265,9 @@ class Injector : public StmtMutator {
 
 }  // namespace
 
-PrimFunc inject_double_buffer(const PrimFunc& kernel) {
+PrimFunc inject_double_buffer(const PrimFunc& kernel, bool async_copy) {
   PrimFunc out = kernel;
-  out.body = Injector(kernel.body).mutate_stmt(kernel.body);
+  out.body = Injector(kernel.body, async_copy).mutate_stmt(kernel.body);
   // A marker left over was not at the top of a serial loop's body.
   struct Leftover : StmtVisitor {
     void visit_attr(const AttrStmtNode* op) override {

@@ -161,7 +161,15 @@ int64_t pow2_at_least(int64_t n, int64_t cap) {
 Schedule schedule_anchor_gpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, GpuAnchorTemplate tmpl,
                              const Target& target, Config& cfg) {
   Schedule s = create(outputs);
-  const te::Tensor tiled = outputs.size() == 1 && outputs[0].shape() == anchor.shape() ? outputs[0] : anchor;
+  // The output tiles when it covers the anchor's index space or a corner of it (a product
+  // padded to whole tiles, sliced back: te::ops::ProductPad).
+  auto within = [&](const te::Tensor& out) {
+    if (out.ndim() != anchor.ndim()) return false;
+    for (int d = 0; d < out.ndim(); ++d)
+      if (out.shape()[d] > anchor.shape()[d]) return false;
+    return true;
+  };
+  const te::Tensor tiled = outputs.size() == 1 && within(outputs[0]) ? outputs[0] : anchor;
   for (const Stage& st : s.stages()) {
     const auto* c = st->op.as<te::ComputeOpNode>();
     if (c && !c->is_reduction() && !st->is_output && !st->op.same_as(anchor.op())) Stage(st).compute_inline();

@@ -4,6 +4,7 @@
 
 #include "kiln/schedule/templates/cooperative_fetch_gpu.h"
 #include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/schedule/templates/matmul_tensorcore_gpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {
@@ -49,8 +50,27 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const int64_t tn = cfg.define_knob("cols_per_thread", {1, 2, 4, 8}, tn0);
   const int64_t bk = cfg.define_knob("tile_k", {1, 2, 4, 8, 16, 32}, std::min<int64_t>(16, pow2_at_least(k, 16)));
   // Two halves of each tile, the next K slice loaded while this one computes
-  // (ir::inject_double_buffer). Off by default until measured on a GPU (issue 13).
-  const bool double_buffer = cfg.define_knob("double_buffer", {0, 1}, 0) != 0;
+  // (ir::inject_double_buffer). On by default where the loads are asynchronous (CUDA sm_80+:
+  // cp.async overlaps them with the compute); elsewhere the plain loads stall their threads
+  // anyway, and the tuner may still choose it. A single K slice has nothing to overlap (and its
+  // loop, of one iteration, is gone after lowering).
+  const bool async = target.kind == TargetKind::kCUDA && target.gpu.async_copy();
+  const bool double_buffer_knob = cfg.define_knob("double_buffer", {0, 1}, async ? 1 : 0) != 0;
+  const bool double_buffer = double_buffer_knob && k > bk;
+  // float16 / bfloat16 products over whole tiles can take the tensor cores instead (on by
+  // default where the target has mma.sync); the knobs above then stay unused.
+  if (row_axis == nd - 2) {
+    if (std::optional<TensorIntrin> mma = mma_intrin_for(tiled, anchor)) {
+      const bool cuda = target.kind == TargetKind::kCUDA;
+      if (cfg.define_knob("tensor_core", {0, 1}, cuda && target.gpu.mma_m16n8k16()) != 0) {
+        // Other targets print the mma's reference loops (the OpenCL twin of the schedule).
+        KILN_USER_CHECK(!cuda || target.gpu.mma_m16n8k16())
+            << "matmul_gpu: tensor_core=1, but target '" << target.str() << "' has no mma.sync m16n8k16 (sm_80 and newer)";
+        schedule_matmul_tensorcore_gpu(s, tiled, anchor, *mma, double_buffer_knob, target, cfg);
+        return;
+      }
+    }
+  }
   const int64_t shared = (ty * tm + tx * tn) * bk * anchor.dtype().bytes() * (double_buffer ? 2 : 1);
   KILN_USER_CHECK(ty * tx <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
       << "matmul_gpu: a " << ty << " x " << tx << " block staging " << shared << " bytes exceeds the target's "

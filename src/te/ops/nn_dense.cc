@@ -16,6 +16,24 @@ using ir::Var;
 
 namespace {
 Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
+int64_t round_up(int64_t v, int64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
+
+// t [..., r, c] as [..., rows, cols] (at least as large), zero past r x c: t itself when nothing
+// is padded (ProductPad).
+Tensor zero_padded(const Tensor& t, int64_t rows, int64_t cols, const std::string& name) {
+  const size_t nd = t.ndim();
+  const int64_t r = t.shape()[nd - 2], c = t.shape()[nd - 1];
+  if (rows == r && cols == c) return t;
+  std::vector<int64_t> shape = t.shape();
+  shape[nd - 2] = rows;
+  shape[nd - 1] = cols;
+  return compute(shape, [&](const std::vector<Var>& v) {
+    Expr inside;
+    if (rows > r) inside = v[nd - 2] < c32(r);
+    if (cols > c) inside = inside.defined() ? ir::logical_and(inside, v[nd - 1] < c32(c)) : v[nd - 1] < c32(c);
+    return ir::select(inside, t(std::vector<Expr>(v.begin(), v.end())), ir::make_zero(t.dtype()));
+  }, name);
+}
 }  // namespace
 
 int64_t dense_panel_width(int64_t n, int64_t lanes) {
@@ -25,8 +43,6 @@ int64_t dense_panel_width(int64_t n, int64_t lanes) {
 }
 
 namespace {
-int64_t round_up(int64_t v, int64_t multiple) { return (v + multiple - 1) / multiple * multiple; }
-
 // x [..., M, K] times packed panels [NB, K, nr]: the blocked reduction over M rounded up to a
 // multiple of `rows` (the rows past M read x's last row: computed, never stored), and its
 // unpacking into [..., M, n].
@@ -79,22 +95,29 @@ Tensor dense(const Tensor& x, const Tensor& w, const DenseBlocks& blocks, const 
   return dense_core(x, wp, n, blocks.rows, name);
 }
 
-Tensor dense_plain(const Tensor& x, const Tensor& w, bool kn, const std::string& name) {
+Tensor dense_plain(const Tensor& x, const Tensor& w, bool kn, const std::string& name, const ProductPad& pad) {
   KILN_USER_CHECK(x.ndim() >= 2 && w.ndim() == 2 && x.shape().back() == w.shape()[kn ? 0 : 1])
       << name << ": dense takes data [..., M, K] and weight " << (kn ? "[K, N]" : "[N, K]") << ", got " << x.name()
       << " and " << w.name();
-  const int64_t k = x.shape().back(), n = w.shape()[kn ? 1 : 0];
+  const int64_t m = x.shape()[x.ndim() - 2], k = x.shape().back(), n = w.shape()[kn ? 1 : 0];
+  const int64_t mp = round_up(m, pad.m), np = round_up(n, pad.n), kp = round_up(k, pad.k);
+  const Tensor xp = zero_padded(x, mp, kp, name + ".pad_x");
+  const Tensor wp = kn ? zero_padded(w, kp, np, name + ".pad_w") : zero_padded(w, np, kp, name + ".pad_w");
   std::vector<int64_t> shape = x.shape();
   shape.back() = n;
-  auto rk = reduce_axis(k, "k");
+  std::vector<int64_t> acc_shape = shape;
+  acc_shape[acc_shape.size() - 2] = mp;
+  acc_shape.back() = np;
+  auto rk = reduce_axis(kp, "k");
   ir::DataType acc_t = compute_type(x.dtype());
-  Tensor acc = compute(shape, [&](const std::vector<Var>& v) {
+  const bool split = acc_t != x.dtype() || acc_shape != shape;
+  Tensor acc = compute(acc_shape, [&](const std::vector<Var>& v) {
     std::vector<Expr> xi(v.begin(), v.end() - 1);
     xi.push_back(rk);
-    Expr wv = kn ? w(rk, v.back()) : w(v.back(), rk);
-    return te::sum(ir::cast(acc_t, x(xi)) * ir::cast(acc_t, wv), {rk});
-  }, acc_t != x.dtype() ? name + ".acc" : name);
-  if (acc_t == x.dtype()) return acc;
+    Expr wv = kn ? wp(rk, v.back()) : wp(v.back(), rk);
+    return te::sum(ir::cast(acc_t, xp(xi)) * ir::cast(acc_t, wv), {rk});
+  }, split ? name + ".acc" : name);
+  if (!split) return acc;
   return compute(shape, [&](const std::vector<Var>& v) {
     return ir::cast(x.dtype(), acc(std::vector<Expr>(v.begin(), v.end())));
   }, name);
@@ -108,7 +131,29 @@ Tensor dense_packed(const Tensor& x, const Tensor& w_packed, int64_t n, int64_t 
   return dense_core(x, w_packed, n, rows, name);
 }
 
-Tensor batch_matmul(const Tensor& a, const Tensor& b, int64_t rows, const std::string& name) {
+namespace {
+
+// batch_matmul of operands already padded: the result keeps only out_m x out_n of the padded
+// M x N (all of it when they are 0).
+Tensor matmul_core(const Tensor& a, const Tensor& b, int64_t rows, const std::string& name, int64_t out_m,
+                   int64_t out_n);
+
+}  // namespace
+
+Tensor batch_matmul(const Tensor& a, const Tensor& b, int64_t rows, const std::string& name, const ProductPad& pad) {
+  if (pad.m == 1 && pad.n == 1 && pad.k == 1) return matmul_core(a, b, rows, name, 0, 0);
+  KILN_USER_CHECK(a.ndim() >= 2 && b.ndim() >= 2 && rows == 1)
+      << name << ": padding to whole tiles takes operands of rank >= 2 (got " << a.ndim() << " and " << b.ndim() << ")";
+  const int64_t m = a.shape()[a.ndim() - 2], k = a.shape().back(), n = b.shape().back();
+  const Tensor ap = zero_padded(a, round_up(m, pad.m), round_up(k, pad.k), name + ".pad_a");
+  const Tensor bp = zero_padded(b, round_up(k, pad.k), round_up(n, pad.n), name + ".pad_b");
+  return matmul_core(ap, bp, 1, name, m, n);
+}
+
+namespace {
+
+Tensor matmul_core(const Tensor& a, const Tensor& b, int64_t rows, const std::string& name, int64_t out_m,
+                   int64_t out_n) {
   KILN_USER_CHECK(a.ndim() >= 1 && b.ndim() >= 1) << name << ": operands must have rank >= 1";
   std::vector<int64_t> sa = a.shape(), sb = b.shape();
   bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
@@ -147,6 +192,12 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, int64_t rows, const std::s
   if (shape.empty()) shape.push_back(1);  // vector . vector: a one-element result
   std::vector<int64_t> acc_shape = shape;
   if (!a_vec) acc_shape[rbatch] = mp;
+  // Operands padded to whole tiles (batch_matmul's ProductPad): the result is the real part.
+  const bool sliced = out_m > 0;
+  if (sliced) {
+    shape[rbatch] = out_m;
+    shape[rbatch + 1] = out_n;
+  }
   bool scalar_result = a_vec && b_vec && rbatch == 0;
   // float16/bfloat16 products accumulate in float32 and round once (as numpy and onnxruntime
   // do): a float16 running sum loses a bit per addition. The cast (or the slice of padded rows)
@@ -162,12 +213,14 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b, int64_t rows, const std::s
     std::vector<Expr> bi = operand_index(v, rb, sb, false, rk, j);
     if (b_vec) bi.pop_back();
     return te::sum(ir::cast(acc_t, a(ai)) * ir::cast(acc_t, b(bi)), {rk});
-  }, widen || padded ? name + ".acc" : name);
-  if (!widen && !padded) return acc;
+  }, widen || padded || sliced ? name + ".acc" : name);
+  if (!widen && !padded && !sliced) return acc;
   return compute(shape, [&](const std::vector<Var>& v) {
     return ir::cast(a.dtype(), acc(std::vector<Expr>(v.begin(), v.end())));
   }, name);
 }
+
+}  // namespace
 
 Tensor einsum(const std::string& eq, const std::vector<Tensor>& inputs, const std::string& name) {
   KILN_USER_CHECK(!inputs.empty()) << name << ": einsum '" << eq << "' needs at least one input";

@@ -36,8 +36,9 @@ void bind_elementwise_gpu(Stage st, int64_t threads, const Target& target);
 
 // The GPU schedule of a group with an anchor op and a template for it (matmul_gpu.h): the
 // group's other injective stages inlined, `tmpl` places the anchor with the tile loops on the
-// group's single output when it has the anchor's shape (its elementwise tail computed from the
-// anchor's registers), else on the anchor; stages no template touched are bound as above.
+// group's single output when it has the anchor's shape or a corner of it (its elementwise tail
+// computed from the anchor's registers), else on the anchor; stages no template touched are
+// bound as above.
 using GpuAnchorTemplate = void (*)(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor,
                                    const Target& target, Config& cfg);
 Schedule schedule_anchor_gpu(const std::vector<te::Tensor>& outputs, const te::Tensor& anchor, GpuAnchorTemplate tmpl,

@@ -8,8 +8,9 @@
 //   cols_per_thread             (1 where the product is thin)
 //   tile_k                      the slice of K staged in shared memory per step   default 16
 //                               (1 .. 32; K itself when smaller)
-//   double_buffer               two halves of each tile: the next slice loads while    default 0
-//                               this one computes (ir::inject_double_buffer)
+//   double_buffer               two halves of each tile: the next slice loads while    default 1 on
+//                               this one computes (ir::inject_double_buffer), with     CUDA sm_80+,
+//                               cp.async on CUDA sm_80+                                else 0
 //
 // A block computes a (threads_m * rows_per_thread) x (threads_n * cols_per_thread) tile of C
 // (batch dims on blockIdx.z). For each K slice its threads together copy the A rows and B

@@ -1,0 +1,40 @@
+// The tensor-core schedule of float16 / bfloat16 products (dense, matmul, batch matmul with
+// float32 sums), which matmul_gpu.h's template takes when the product fits (knob tensor_core):
+// warps compute their tiles of C with mma.m16n8k16 (mma_intrin.h) from operand tiles staged in
+// shared memory. Knobs (schedule/config.h):
+//
+//   warps_m, warps_n   the block's warps along rows and columns          default 2 x 2
+//   mma_m, mma_n       each warp's 16 x 8 tiles along rows and columns   default 2 x 4 (a 32 x 32 warp tile)
+//   mma_k              the slice of K staged per step: 16, 32, 64        default 32
+//   (double_buffer     matmul_gpu.h's knob: the slices double-buffered, loaded with cp.async on sm_80+)
+// (each at most what the padded product needs: a block no larger than M x N rounded up).
+//
+// Per block of (16 mma_m warps_m) x (8 mma_n warps_n) outputs, with 32 x warps_n x warps_m
+// threads (x the lanes, y and z the warp): every K slice of A and B is copied into shared memory
+// by all threads, 16 bytes a copy (cp.async where it can: ir::inject_double_buffer); each warp
+// multiplies its tiles from there into its accumulators (scope warp: registers); then stores them
+// into a float32 tile of the block in shared memory, from which all threads compute the
+// output (the cast and any fused epilogue), neighbouring threads neighbouring columns.
+#pragma once
+
+#include <optional>
+
+#include "kiln/schedule/config.h"
+#include "kiln/schedule/schedule.h"
+#include "kiln/schedule/tensor_intrin.h"
+#include "kiln/target/target.h"
+
+namespace kiln::schedule {
+
+// The mma intrinsic `anchor` (a product of two matrices, matmul_gpu_applies) computes with, when
+// it does: a float32 sum over k of float32(A[..., i, k]) * float32(B[..., j, k]) (or B[..., k, j])
+// with A and B of one type, float16 or bfloat16, over whole tiles (M, N and K multiples of 16, 8
+// and 16: te::ops::ProductPad), read by `tiled`, another stage. Otherwise nullopt.
+std::optional<TensorIntrin> mma_intrin_for(const te::Tensor& tiled, const te::Tensor& anchor);
+
+// The schedule above; `double_buffer` is matmul_gpu.h's knob. kiln::Error when the chosen knobs
+// exceed the target's threads or shared memory.
+void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor,
+                                    const TensorIntrin& mma, bool double_buffer, const Target& target, Config& cfg);
+
+}  // namespace kiln::schedule

@@ -1,0 +1,172 @@
+#include "kiln/schedule/templates/matmul_tensorcore_gpu.h"
+
+#include <algorithm>
+
+#include "kiln/schedule/mma_intrin.h"
+#include "kiln/support/error.h"
+
+namespace kiln::schedule {
+namespace {
+
+bool is_var(const ir::Expr& e, const ir::IterVar& v) { return e.get() == v->var.get(); }
+
+// The last two indices of a load are (a, b).
+bool reads_at(const ir::ProducerLoadNode* l, const ir::IterVar& a, const ir::IterVar& b) {
+  const size_t n = l->indices.size();
+  return n >= 2 && is_var(l->indices[n - 2], a) && is_var(l->indices[n - 1], b);
+}
+
+// Copies `st` (a shared tile computed at a loop of its reader) with every thread of a
+// 32 x wn x wm block, `lanes` neighbouring elements a copy (16 bytes: one cp.async each, or one
+// vector load). The tiles' rows are whole vectors: K, N and the slices are multiples of 8.
+void fetch(Stage st, int64_t wm, int64_t wn, int64_t lanes) {
+  std::vector<ir::IterVar> ax = st.op_axis();
+  // The vector split off the row itself: its index stays a ramp (cp.async needs one).
+  auto [row, v] = st.split(ax.back(), lanes);
+  st.vectorize(v);
+  ir::IterVar f = ax[0];
+  for (size_t i = 1; i + 1 < ax.size(); ++i) f = st.fuse(f, ax[i]);
+  f = ax.size() > 1 ? st.fuse(f, row) : row;
+  auto [f1, x] = st.split(f, 32);
+  auto [f2, y] = st.split(f1, wn);
+  auto [serial, z] = st.split(f2, wm);
+  st.bind(x, "threadIdx.x");
+  st.bind(y, "threadIdx.y");
+  st.bind(z, "threadIdx.z");
+  (void)serial;
+}
+
+// The largest of `wanted` halved while a * b exceeds `limit` (the warps of a block, then the
+// tiles of a warp, shrink for a product smaller than the default block).
+std::pair<int64_t, int64_t> fit(int64_t a, int64_t b, int64_t unit, int64_t limit) {
+  while (a * b * unit > limit && (a > 1 || b > 1)) (b > 1 ? b : a) /= 2;
+  return {a, b};
+}
+
+}  // namespace
+
+std::optional<TensorIntrin> mma_intrin_for(const te::Tensor& tiled, const te::Tensor& anchor) {
+  const auto* c = anchor.op().as<te::ComputeOpNode>();
+  if (!c || tiled.op().same_as(anchor.op()) || !c->is_reduction() || c->reduce_axis.size() != 1 || anchor.ndim() < 2 ||
+      anchor.dtype() != ir::DataType::f32())
+    return std::nullopt;
+  const auto* red = c->body[0].as<ir::ReduceNode>();
+  const auto* sum = red ? red->combiner->result[0].as<ir::BinaryNode>() : nullptr;
+  if (!sum || sum->kind != ir::ExprKind::Add || !ir::is_zero(red->combiner->identity[0]) ||
+      !ir::is_const_int(red->condition, 1))
+    return std::nullopt;
+  const auto* mul = red->source[0].as<ir::BinaryNode>();
+  if (!mul || mul->kind != ir::ExprKind::Mul) return std::nullopt;
+  const auto* ca = mul->a.as<ir::CastNode>();
+  const auto* cb = mul->b.as<ir::CastNode>();
+  const auto* la = ca ? ca->value.as<ir::ProducerLoadNode>() : nullptr;
+  const auto* lb = cb ? cb->value.as<ir::ProducerLoadNode>() : nullptr;
+  if (!la || !lb) return std::nullopt;
+  const ir::DataType in = la->dtype;
+  if ((in != ir::DataType::f16() && in != ir::DataType::bf16()) || lb->dtype != in) return std::nullopt;
+  const size_t nd = c->axis.size();
+  const ir::IterVar &i = c->axis[nd - 2], &j = c->axis[nd - 1], &k = c->reduce_axis[0];
+  const bool nt = reads_at(lb, j, k), nn = reads_at(lb, k, j);
+  if (!reads_at(la, i, k) || !(nt || nn) || te::Tensor::from_producer(la->producer).same_as(te::Tensor::from_producer(lb->producer)))
+    return std::nullopt;
+  const int64_t m = anchor.shape()[nd - 2], n = anchor.shape()[nd - 1];
+  const auto kk = ir::as_const_int(k->dom.extent);
+  if (m % 16 || n % 8 || !kk || *kk % 16 || !ir::is_zero(k->dom.min)) return std::nullopt;
+  return mma_m16n8k16(in, nn);
+}
+
+void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor,
+                                    const TensorIntrin& mma, bool double_buffer, const Target& target, Config& cfg) {
+  const std::vector<int64_t>& shape = anchor.shape();
+  const size_t nd = shape.size();
+  const int64_t m = shape[nd - 2], n = shape[nd - 1];
+  const int64_t k = *ir::as_const_int(anchor.op().as<te::ComputeOpNode>()->reduce_axis[0]->dom.extent);
+  // Defaults: 2 x 2 warps of 2 x 4 tiles (a 64 x 64 block), smaller for a smaller product.
+  const auto [wm0, fm0] = fit(2, 2, 16, m);
+  const auto [wn0, fn0] = fit(2, 4, 8, n);
+  // A block no larger than the product: a single block past its end would leave its stores'
+  // tile shorter than the warps (the region lowering realizes stops at the end), some warps
+  // without rows, and the barriers of the warps' K loop in a branch.
+  const auto [wm, fm] = fit(cfg.define_knob("warps_m", {1, 2, 4}, wm0), cfg.define_knob("mma_m", {1, 2, 4}, fm0), 16, m);
+  const auto [wn, fn] = fit(cfg.define_knob("warps_n", {1, 2, 4}, wn0), cfg.define_knob("mma_n", {1, 2, 4, 8}, fn0), 8, n);
+  const int64_t bk = cfg.define_knob("mma_k", {16, 32, 64}, std::min<int64_t>(32, k));
+  const int64_t bm = 16 * fm * wm, bn = 8 * fn * wn, threads = 32 * wm * wn;
+  const bool db = double_buffer && k > bk;
+  const int64_t in_bytes = anchor.op().input_tensors()[0].dtype().bytes();
+  const int64_t shared = (bm + bn) * bk * in_bytes * (db ? 2 : 1) + bm * bn * 4;
+  KILN_USER_CHECK(threads <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
+      << "matmul_tensorcore_gpu: " << wm << " x " << wn << " warps staging " << shared << " bytes exceeds the target's "
+      << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_shared_bytes << " shared bytes";
+
+  // The accumulators in the warps' registers; the product's own stage becomes their float32
+  // tile of the block in shared memory, which the output reads.
+  const std::vector<te::Tensor> operands = anchor.op().input_tensors();
+  te::Tensor frag = s.cache_write(anchor, "warp");
+  s[anchor].set_scope("shared");
+  te::Tensor a_sh = s.cache_read(operands[0], "shared", {frag});
+  te::Tensor b_sh = s.cache_read(operands[1], "shared", {frag});
+
+  // The output: batch axes on blockIdx.z, block tiles on blockIdx.y / x, its elements over all
+  // threads, neighbouring threads neighbouring columns.
+  Stage out = s[tiled];
+  std::vector<ir::IterVar> ax = out.op_axis();
+  const size_t od = ax.size();
+  std::vector<ir::IterVar> order(ax.begin(), ax.end() - 2);
+  if (!order.empty()) {
+    ir::IterVar batch = order[0];
+    for (size_t d = 1; d < order.size(); ++d) batch = out.fuse(batch, order[d]);
+    out.bind(batch, "blockIdx.z");
+    order = {batch};
+  }
+  auto [bi, ii] = out.split(ax[od - 2], bm);
+  auto [bj, jj] = out.split(ax[od - 1], bn);
+  for (const ir::IterVar& v : {bi, bj, ii, jj}) order.push_back(v);
+  out.reorder(order);
+  out.bind(bi, "blockIdx.y");
+  out.bind(bj, "blockIdx.x");
+  auto [e1, ex] = out.split(out.fuse(ii, jj), 32);
+  auto [e2, ey] = out.split(e1, wn);
+  auto [rest, ez] = out.split(e2, wm);
+  out.bind(ex, "threadIdx.x");
+  out.bind(ey, "threadIdx.y");
+  out.bind(ez, "threadIdx.z");
+  (void)rest;
+
+  // The block's float32 tile: each warp stores its 16 x 8 tiles (threadIdx.z / y: the warp).
+  Stage acc = s[anchor];
+  acc.compute_at(out, bj);
+  std::vector<ir::IterVar> cax = acc.op_axis();
+  auto [wi, ti] = acc.split(cax[nd - 2], 16 * fm);
+  auto [fi, i16] = acc.split(ti, 16);
+  auto [wj, tj] = acc.split(cax[nd - 1], 8 * fn);
+  auto [fj, j8] = acc.split(tj, 8);
+  acc.reorder({wi, wj, fi, fj, i16, j8});
+  acc.bind(wi, "threadIdx.z");
+  acc.bind(wj, "threadIdx.y");
+  acc.unroll(fi);
+  acc.unroll(fj);
+  acc.tensorize(i16, mma_store_m16n8());
+
+  // Each warp's product, K slice by K slice, 16 deep per mma.
+  Stage f = s[frag];
+  f.compute_at(acc, wj);
+  std::vector<ir::IterVar> fax = f.op_axis();
+  auto [gi, g16] = f.split(fax[nd - 2], 16);
+  auto [gj, g8] = f.split(fax[nd - 1], 8);
+  auto [ko, kr] = f.split(f.reduce_axis(0), bk);
+  auto [km, k16] = f.split(kr, 16);
+  f.reorder({ko, km, gi, gj, g16, g8, k16});
+  f.unroll(km);
+  f.unroll(gi);
+  f.unroll(gj);
+  f.tensorize(g16, mma);
+
+  const int64_t lanes = 16 / in_bytes;
+  for (const te::Tensor& t : {a_sh, b_sh}) {
+    s[t].compute_at(f, ko);
+    fetch(s[t], wm, wn, lanes);
+    if (db) s[t].double_buffer();
+  }
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,255 @@
+// float16 / bfloat16 products on tensor cores (matmul_tensorcore_gpu.h): the default schedule of
+// a float16 GEMM on CUDA sm_80 and sm_90 is mma.sync (NVRTC's PTX holds it, ptxas assembles it,
+// no spills), with cp.async copies; sm_75 and OpenCL default to the plain tiles; and the same
+// tensor-core schedule printed as OpenCL C (the mma's reference loops) runs on PoCL against a
+// double-precision reference: dense, matmul and batch matmul, sizes no tile divides, race-checked.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/driver.h"
+#include "kiln/compiler.h"
+#include "kiln/codegen/gpu_build.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/transforms.h"
+#include "kiln/relay/op.h"
+#include "kiln/schedule/templates/generic_gpu.h"
+#include "kiln/schedule/templates/matmul_gpu.h"
+#include "kiln/te/ops/nn_dense.h"
+#include "kiln/testing/reference.h"
+#include "test_gpu_util.h"
+
+using namespace kiln;
+using Catch::Matchers::Contains;
+using runtime::NDArray;
+
+namespace {
+
+int64_t count(const std::string& text, const std::string& what) {
+  int64_t c = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
+  return c;
+}
+
+enum class Kind { kDense, kMatmul, kBatchMatmul };
+
+// A product as the GPU strategy lowers it for tensor cores (padded to whole 16 x 8 x 16 tiles),
+// scheduled by the matmul template: C [batch.., m, n] from A [batch.., m, k] and B [n, k]
+// (dense) or [batch.., k, n].
+struct Gemm {
+  Kind kind;
+  ir::DataType in;
+  int64_t batch, m, n, k;
+  te::Tensor a, b, c;
+  Gemm(Kind kd, ir::DataType t, int64_t bt, int64_t mm, int64_t nn, int64_t kk)
+      : kind(kd), in(t), batch(bt), m(mm), n(nn), k(kk) {
+    const te::ops::ProductPad tiles{16, 8, 16};
+    std::vector<int64_t> lead = kind == Kind::kBatchMatmul ? std::vector<int64_t>{batch} : std::vector<int64_t>{};
+    auto shape = [&](int64_t r, int64_t q) {
+      std::vector<int64_t> s = lead;
+      s.push_back(r);
+      s.push_back(q);
+      return s;
+    };
+    a = te::placeholder(shape(m, k), in, "A");
+    if (kind == Kind::kDense) {
+      b = te::placeholder({n, k}, in, "B");
+      c = te::ops::dense_plain(a, b, false, "dense", tiles);
+    } else {
+      b = te::placeholder(shape(k, n), in, "B");
+      c = te::ops::batch_matmul(a, b, 1, "matmul", tiles);
+    }
+  }
+  // The float32 sum the template tiles (c casts it, and slices its padding off).
+  te::Tensor sum() const { return c.op().input_tensors()[0]; }
+  ir::PrimFunc lower(const Target& t, const std::map<std::string, size_t>& choices, std::string* config = nullptr) const {
+    schedule::Config cfg = schedule::Config::with_choices(choices);
+    schedule::Schedule s = schedule::schedule_anchor_gpu({c}, sum(), schedule::schedule_matmul_gpu, t, cfg);
+    if (config) *config = cfg.str();
+    return codegen::lower_to_ir(s, {a, b, c}, "gemm");
+  }
+  std::string name() const {
+    const char* kinds[] = {"dense", "matmul", "batch matmul"};
+    return std::string(kinds[int(kind)]) + " " + in.str() + " " + (kind == Kind::kBatchMatmul ? std::to_string(batch) + "x" : "") +
+           std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  }
+};
+
+// Exact 16-bit encodings of the test's values (multiples of 1/64 in [-2, 2]: 8 significant bits
+// at most, exact in float16 and bfloat16).
+uint16_t to_bits(float v, ir::DataType t) {
+  uint32_t x;
+  std::memcpy(&x, &v, 4);
+  if (t.is_bfloat()) return static_cast<uint16_t>(x >> 16);
+  if (v == 0) return static_cast<uint16_t>((x >> 16) & 0x8000);
+  const uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff, mant = x & 0x7fffff;
+  return static_cast<uint16_t>(sign | ((exp - 112) << 10) | (mant >> 13));
+}
+float from_bits(uint16_t h, ir::DataType t) {
+  uint32_t x;
+  if (t.is_bfloat()) {
+    x = uint32_t(h) << 16;
+  } else {
+    const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    x = exp == 0 ? sign : sign | ((exp + 112) << 23) | (mant << 13);  // no subnormals here
+  }
+  float v;
+  std::memcpy(&v, &x, 4);
+  return v;
+}
+
+std::vector<float> sixty_fourths(size_t n, uint64_t seed) {
+  std::vector<float> v = ref::random_floats(n, seed, -2.f, 2.f);
+  for (float& x : v) x = std::round(x * 64) / 64;
+  return v;
+}
+
+// Runs `g` built for OpenCL on PoCL; returns the elements outside the tolerance: half an ulp of
+// the output type (the products and their float32 sums are exact for these inputs, the result
+// is rounded once to the 16-bit type).
+int64_t wrong_on_pocl(runtime::DeviceAPI& dev, const Gemm& g, const codegen::GpuModule& mod, test::RaceReport* races) {
+  const int64_t bt = g.kind == Kind::kBatchMatmul ? g.batch : 1;
+  const std::vector<float> av = sixty_fourths(bt * g.m * g.k, 21), bv = sixty_fourths((g.kind == Kind::kDense ? 1 : bt) * g.n * g.k, 22);
+  std::vector<uint16_t> ab, bb;
+  for (float x : av) ab.push_back(to_bits(x, g.in));
+  for (float x : bv) bb.push_back(to_bits(x, g.in));
+  const DLDataType dt = g.in.is_bfloat() ? runtime::dtype_bf16() : runtime::dtype_f16();
+  std::vector<NDArray> args = {NDArray::from_vector<uint16_t>(g.a.shape(), dt, ab),
+                               NDArray::from_vector<uint16_t>(g.b.shape(), dt, bb), NDArray::zeros(g.c.shape(), dt)};
+  test::run_on_device(dev, mod, args, 0, races);
+  const uint16_t* out = args[2].data<uint16_t>();
+  const double half_ulp = g.in.is_bfloat() ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  int64_t wrong = 0;
+  for (int64_t p = 0; p < bt; ++p)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double want = 0;
+        for (int64_t q = 0; q < g.k; ++q) {
+          const double x = av[(p * g.m + i) * g.k + q];
+          const double y = g.kind == Kind::kDense ? bv[j * g.k + q] : bv[(p * g.k + q) * g.n + j];
+          want += x * y;
+        }
+        const double got = from_bits(out[(p * g.m + i) * g.n + j], g.in);
+        wrong += !(std::abs(got - want) <= half_ulp * std::abs(want) + 1e-7);
+      }
+  return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("tensor cores: the default float16 and bfloat16 GEMMs on sm_80 and sm_90 are mma.sync", "[gpu][cuda][mma]") {
+  for (const char* spec : {"cuda -arch=sm_80", "cuda -arch=sm_90"}) {
+    const Target t = Target::parse(spec);
+    for (const Gemm& g : {Gemm(Kind::kDense, ir::DataType::f16(), 1, 512, 512, 512),
+                          Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 200, 136, 72),
+                          Gemm(Kind::kBatchMatmul, ir::DataType::f16(), 3, 64, 64, 64)}) {
+      INFO(spec << ": " << g.name());
+      std::string config;
+      const ir::PrimFunc f = g.lower(t, {}, &config);
+      CHECK_THAT(config, Contains("tensor_core=1") && Contains("double_buffer=1"));
+      codegen::GpuBuildOptions text_only;
+      text_only.compile = false;
+      const std::string source = codegen::build_gpu({f}, t, text_only).source;
+      const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (g.in.is_bfloat() ? "bf16.bf16" : "f16.f16") + ".f32";
+      // The default 2 x 2 warps of 2 x 4 tiles, K slices of 32: 16 mma per warp and slice.
+      CHECK(count(source, mma) == 16);
+      CHECK(count(source, "cp.async.cg.shared.global [%0], [%1], 16") >= 2);
+      if (!codegen::cuda_codegen_available()) {
+        WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
+        continue;
+      }
+      codegen::GpuBuildOptions own;
+      own.image_sms = {t.gpu.sm};
+      const codegen::GpuModule mod = codegen::build_gpu({f}, t, own);
+      REQUIRE(mod.images.size() == 2);  // the sm's cubin (ptxas assembled the PTX) and its PTX
+      CHECK(!mod.images[0].ptx);
+      CHECK(!mod.images[0].bytes.empty());
+      const std::string ptx = mod.images[1].bytes;
+      CHECK(count(ptx, mma) == 16);
+      CHECK(count(ptx, "cp.async.cg.shared.global") >= 2);
+      CHECK(count(ptx, "cp.async.wait_group") == 2);
+      CHECK(mod.max_spill_bytes == 0);
+      INFO(mod.notes[0]);
+    }
+  }
+}
+
+TEST_CASE("tensor cores: sm_75 and OpenCL default to the plain tiles", "[gpu][mma]") {
+  const Gemm g(Kind::kDense, ir::DataType::f16(), 1, 128, 128, 128);
+  for (const char* spec : {"cuda -arch=sm_75", "opencl"}) {
+    INFO(spec);
+    std::string config;
+    const ir::PrimFunc f = g.lower(Target::parse(spec), {}, &config);
+    CHECK_THAT(config, Contains("tensor_core=0"));
+    CHECK(count(ir::to_string(f), "mma_sync") == 0);
+  }
+  // Asked to, OpenCL prints the mma's reference loops (the test below); sm_75 has no mma.sync.
+  CHECK_THROWS_WITH(g.lower(Target::parse("cuda -arch=sm_75"), {{"tensor_core", 1}}),
+                    Contains("tensor_core=1, but target 'cuda -arch=sm_75") && Contains("has no mma.sync m16n8k16"));
+}
+
+TEST_CASE("tensor cores: the schedule's OpenCL twin on PoCL against a double-precision reference", "[gpu][opencl][mma]") {
+  REQUIRE_OPENCL(dev);
+  const Target t = Target::parse("opencl");
+  const std::map<std::string, size_t> on = {{"tensor_core", 1}};
+  // Sizes no tile divides (padded to 16 x 8 x 16, blocks overhanging the padding), one K slice
+  // and several, both operand layouts, both 16-bit types, a batch.
+  const std::vector<Gemm> gemms = {Gemm(Kind::kDense, ir::DataType::f16(), 1, 70, 90, 45),
+                                   Gemm(Kind::kDense, ir::DataType::bf16(), 1, 128, 64, 96),
+                                   Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 33, 40, 20),
+                                   Gemm(Kind::kBatchMatmul, ir::DataType::bf16(), 2, 20, 36, 24)};
+  for (const Gemm& g : gemms) {
+    for (bool race_check : {false, true}) {
+      INFO(g.name() << (race_check ? " race-checked" : ""));
+      std::string config;
+      const ir::PrimFunc f = g.lower(t, on, &config);
+      INFO(config);
+      REQUIRE(count(ir::to_string(f), "mma_sync") > 0);
+      codegen::GpuBuildOptions opt;
+      opt.race_check = race_check;
+      const codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
+      test::RaceReport races;
+      CHECK(wrong_on_pocl(*dev, g, mod, race_check ? &races : nullptr) == 0);
+      CHECK(races.count == 0);
+      CHECK(races.first == "");
+    }
+  }
+  // Other corners of the knobs: one warp of one tile, K slices of 64, no double buffering.
+  const Gemm g(Kind::kDense, ir::DataType::f16(), 1, 48, 40, 80);
+  for (const auto& choices : std::vector<std::map<std::string, size_t>>{
+           {{"tensor_core", 1}, {"warps_m", 0}, {"warps_n", 0}, {"mma_m", 0}, {"mma_n", 0}},
+           {{"tensor_core", 1}, {"mma_k", 2}, {"double_buffer", 0}, {"warps_m", 2}, {"mma_m", 0}, {"mma_n", 2}}}) {
+    std::string config;
+    const ir::PrimFunc f = g.lower(t, choices, &config);
+    INFO(config);
+    CHECK(wrong_on_pocl(*dev, g, codegen::build_gpu({f}, t), nullptr) == 0);
+  }
+}
+
+TEST_CASE("tensor cores: a model's float16 dense and matmul compile to mma.sync on sm_80", "[gpu][cuda][mma]") {
+  if (!codegen::cuda_codegen_available()) {
+    WARN("skipped: kiln was built without the CUDA toolkit's NVRTC");
+    return;
+  }
+  // The strategy pads the products to whole tiles (70 x 48 x 60 -> 80 x 48 x 64) and the
+  // default schedule puts them on tensor cores.
+  using namespace relay;
+  const DataType f16 = DataType::f16();
+  Expr x = make_var("x", tensor_type(f16, {70, 60})), w = make_var("w", tensor_type(f16, {48, 60}));
+  Expr b = make_var("b", tensor_type(f16, {60, 40}));
+  Module m = Module::make({x, w, b}, {make_call("nn.dense", {x, w}), make_call("nn.matmul", {x, b})}, {"y", "z"});
+  CompileOptions options;
+  options.target = Target::parse("cuda -arch=sm_80");
+  CompiledModel c = compile(m, options);
+  REQUIRE(c.device.has_value());
+  CHECK(count(c.device->source, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0);
+  CHECK(count(c.device->source, "cp.async") > 0);
+  std::string ptx;
+  for (const codegen::GpuImage& im : c.device->images)
+    if (im.ptx) ptx = im.bytes;
+  CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0);
+}
