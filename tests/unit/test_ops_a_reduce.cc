@@ -127,3 +127,33 @@ TEST_CASE("ops_a: argmax and argmin with keepdims and select_last_index", "[ops_
                           Sched::Default);
   CHECK(r.outputs[0].to_int64s() == std::vector<int64_t>{0, 0});
 }
+
+TEST_CASE("ops_a: reductions of many points to one value run as vector partials and stay exact", "[ops_a]") {
+  // The reduction template factors them (Schedule::rfactor into a vector of partials): max/min
+  // exact whatever the order, sums within the float32 tolerance above.
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {{{64, 200}, {0, 1}}, {{3, 4, 1000}, {0, 1, 2}},
+                                                                    {{1, 128, 256}, {1, 2}}};
+  unsigned seed = 40;
+  for (DataType t : {f32, DataType::i32()}) {
+    for (const auto& [shape, axes] : cases) {
+      for (const char* op : {"max", "min", "sum"}) {
+        HostTensor x = random_tensor(t, shape, seed++, -9, 9);
+        Attrs a = Attrs().set_ints("axes", axes).set_int("keepdims", static_cast<int>(seed % 2));
+        CallResult r = run_call(op, {x}, a, Sched::Default);
+        double n = static_cast<double>(count_of(shape, axes));
+        INFO(op << " " << a.str() << " on " << t.str());
+        CHECK(mismatch(r.outputs[0], evaluate(r.call, {x}), t.is_floating() ? 1e-5 : 0, t.is_floating() ? 1e-6 * n : 0) == "");
+      }
+    }
+  }
+  // The schedule: a partial stage of the target's lanes, vectorized.
+  te::Tensor x = te::placeholder({64, 200}, f32, "x");
+  te::Tensor m = lowering_of("max")({x}, Attrs().set_ints("axes", {0, 1}).set_int("keepdims", 0),
+                                    relay::tensor_type(f32, {}))[0];
+  schedule::Schedule s = schedule::create({m});
+  schedule::Config cfg;
+  schedule::reduction_cpu(s, {m}, kiln::Target::host(), cfg);
+  bool factored = false;
+  for (const schedule::Stage& st : s.stages()) factored = factored || st.name().find(".rf") != std::string::npos;
+  CHECK(factored);
+}
