@@ -18,7 +18,7 @@ namespace kiln {
 namespace {
 
 const std::vector<std::string>& graph_stages() {
-  static const std::vector<std::string> s = {"infer_types", "fold_constants", "fold_batch_norm", "realize_integer_ops",
+  static const std::vector<std::string> s = {"infer_types", "fold_constants", "fold_batch_norm", "convert_to_float16", "realize_integer_ops",
                                              "simplify",
                                              "eliminate_common_subexpr", "remove_dead", "alter_layout",
                                              "fuse_ops", "plan_memory"};
@@ -76,6 +76,11 @@ std::string group_culprit(const relay::FusedGroup& g, const std::string& kernel)
 
 }  // namespace
 
+bool parse_precision(const std::string& name) {
+  KILN_USER_CHECK(name == "fp32" || name == "fp16") << "--precision '" << name << "': expected fp32 or fp16";
+  return name == "fp16";
+}
+
 CompileOptions::Layout parse_layout(const std::string& name) {
   if (name == "auto") return CompileOptions::Layout::kAuto;
   if (name == "nchw") return CompileOptions::Layout::kNCHW;
@@ -107,6 +112,7 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   Module m = stage("infer_types", infer_types(module));
   m = stage("fold_constants", fold_constants(m));
   m = stage("fold_batch_norm", fold_batch_norm(m));
+  if (options.float16) m = stage("convert_to_float16", convert_to_float16(m));
   // Integer kernels only where a strategy tensorizes them (CPUs); GPUs keep the float ops on
   // dequantized values.
   if (options.int8_kernels && options.target.kind == TargetKind::kLLVM)

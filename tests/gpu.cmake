@@ -20,6 +20,9 @@ if(KILN_OPENCL_ICD)
     add_test(NAME check.${name}.opencl COMMAND kiln_cli check ${dir} --target opencl)
     set_tests_properties(check.${name}.opencl PROPERTIES ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}/${name}")
   endforeach()
+  kiln_cli_test(check.tiny_cnn.opencl_fp16 0 "PASS tiny_cnn" check ${CMAKE_SOURCE_DIR}/examples/tiny_cnn --target opencl
+                --precision fp16 --rtol 1e-2 --atol 1e-2)
+  set_tests_properties(check.tiny_cnn.opencl_fp16 PROPERTIES ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}/tiny_cnn_fp16")
   kiln_cli_test(cli.save_device_code 0 "wrote 8 files of device code into" compile
                 ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.opencl.so --target opencl
                 --save-device-code ${KILN_CLI_OUT}/tiny_cnn_opencl_code)

@@ -53,6 +53,9 @@ struct CompileOptions {
   // Quantized models' dequantize -> conv/dense computed by int8 kernels on CPU targets
   // (relay::realize_integer_ops); false: in float on the dequantized values.
   bool int8_kernels = true;
+  // `--precision fp16`: activations and weights stored in float16, sums in float32
+  // (relay::convert_to_float16); inputs and outputs stay float32.
+  bool float16 = false;
   lower::StrategyOptions strategy_options() const;
 };
 
@@ -69,6 +72,8 @@ struct CompiledModel {
 CompiledModel compile(const relay::Module& module, const CompileOptions& options = CompileOptions());
 
 // "auto", "nchw" or "blocked" (the --layout option); kiln::Error naming the value otherwise.
+// "fp32" -> false, "fp16" -> true (CompileOptions::float16); kiln::Error naming anything else.
+bool parse_precision(const std::string& name);
 CompileOptions::Layout parse_layout(const std::string& name);
 
 // The graph half of compile(): the graph passes up to fuse_ops, the lowering check and weight

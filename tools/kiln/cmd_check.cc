@@ -258,6 +258,7 @@ void add_check(CLI::App& app, int* status) {
     std::vector<std::string> input_shapes;
     bool no_winograd = false;
     bool no_int8 = false;
+    std::string precision = "fp32";
     std::string layout = "auto";
   };
   auto args = std::make_shared<Args>();
@@ -274,12 +275,14 @@ void add_check(CLI::App& app, int* status) {
   add_input_shape_option(c, &args->input_shapes);
   c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3))");
   c->add_flag("--no-int8", args->no_int8, "compute quantized models' convs and dense layers in float on dequantized values, not as int8 kernels");
+  c->add_option("--precision", args->precision, "fp32, or fp16: activations and weights stored in float16, sums in float32 (inputs and outputs stay float32)");
   c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->callback([args, status] {
     *status = guarded("check", [&] {
       CompileOptions copts;
       copts.winograd = !args->no_winograd;
       copts.int8_kernels = !args->no_int8;
+      copts.float16 = parse_precision(args->precision);
       copts.layout = parse_layout(args->layout);
       copts.target = Target::parse(args->target);
       std::optional<RunnerCommand> runner;

@@ -16,6 +16,7 @@ void add_compile(CLI::App& app, int* status) {
     std::vector<std::string> bind, input_shapes;
     bool no_winograd = false;
     bool no_int8 = false;
+    std::string precision = "fp32";
     std::string layout = "auto";
   };
   auto args = std::make_shared<Args>();
@@ -32,6 +33,7 @@ void add_compile(CLI::App& app, int* status) {
                 "DIR: cuda/opencl targets: write each kernel's CUDA C or OpenCL C (and PTX) into DIR");
   c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3) for 3x3 stride-1 convs)");
   c->add_flag("--no-int8", args->no_int8, "compute quantized models' convs and dense layers in float on dequantized values, not as int8 kernels");
+  c->add_option("--precision", args->precision, "fp32, or fp16: activations and weights stored in float16, sums in float32 (inputs and outputs stay float32)");
   c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->callback([args, status] {
     *status = guarded("compile", [&] {
@@ -43,6 +45,7 @@ void add_compile(CLI::App& app, int* status) {
       if (!args->tuning_log.empty()) opts.schedules = &log.emplace(args->tuning_log, opts.target);
       opts.winograd = !args->no_winograd;
       opts.int8_kernels = !args->no_int8;
+      opts.float16 = parse_precision(args->precision);
       opts.layout = parse_layout(args->layout);
       KILN_USER_CHECK(args->device_code.empty() || opts.target.is_gpu())
           << "--save-device-code needs a cuda or opencl target (this one is '" << args->target << "')";

@@ -44,6 +44,11 @@ Module fold_batch_norm(const Module& m);
 // whose requantization fuses into its tail.
 Module realize_integer_ops(const Module& m);
 
+// The model computed in float16 storage with float32 accumulation: float32 inputs cast to
+// float16 where they enter, float32 constants and casts/fills to float32 made float16, float16
+// outputs cast back (the interface stays float32). kiln::Error for quantized models.
+Module convert_to_float16(const Module& m);
+
 // A constant int8 weight as nn.conv2d_integer / nn.dense_integer take it: the weight with its
 // outputs first (a matmul's B [K, N], output_axis 1, transposed to [N, K]; otherwise as given)
 // and each output's sum of weights (int32). realize_integer_ops and the ONNX importer's
