@@ -31,12 +31,6 @@ using runtime::NDArray;
 
 namespace {
 
-int64_t count(const std::string& text, const std::string& what) {
-  int64_t c = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
-  return c;
-}
-
 // Y[tx] = sum_k of a tile of X staged in the shared S by 4 threads, K = 3 tiles, each copy
 // `copy(k, tx)` (a store into S): what lowering makes of a cache_read at the reduce loop.
 ir::PrimFunc tiled_sum(ir::DataType t, int64_t tile, const std::function<ir::Stmt(ir::Buffer, ir::Buffer, ir::Var, ir::Var)>& copy) {
@@ -143,7 +137,7 @@ TEST_CASE("inject_double_buffer: the asynchronous form on a tiled sum", "[ir][gp
   // Without async copies (OpenCL, older sms) the plain form.
   CHECK(ir::to_string(ir::inject_double_buffer(before, false)) ==
         ir::to_string(ir::inject_double_buffer(before)));
-  CHECK(count(ir::to_string(ir::inject_double_buffer(before)), "async") == 0);
+  CHECK(test::occurrences(ir::to_string(ir::inject_double_buffer(before)), "async") == 0);
 }
 
 TEST_CASE("inject_double_buffer: vector and zero-filling async copies, and copies left plain", "[ir][gpu]") {
@@ -190,12 +184,12 @@ TEST_CASE("inject_double_buffer: vector and zero-filling async copies, and copie
                             "\"r\"((unsigned)__cvta_generic_to_shared(S + ((kiln_floormod_int32((k + 1), 2) * 16) + (tx * 4)))), "
                             "\"l\"(__cvta_generic_to_global(X + (copy_ok ? (((k * 16) + (tx * 4)) + 16) : 0))), "
                             "\"r\"((copy_ok ? 16 : 0)) : \"memory\");"));
-  CHECK(count(cuda, "cp.async.commit_group;") == 2);
-  CHECK(count(cuda, "cp.async.wait_group 0;") == 2);
+  CHECK(test::occurrences(cuda, "cp.async.commit_group;") == 2);
+  CHECK(test::occurrences(cuda, "cp.async.wait_group 0;") == 2);
   // The OpenCL text of the same IR: plain stores (the select), no commit or wait.
   codegen::GpuBuildOptions no_compile;
   const std::string ocl = codegen::build_gpu({after}, Target::parse("opencl"), no_compile).source;
-  CHECK(count(ocl, "async") == 0);
+  CHECK(test::occurrences(ocl, "async") == 0);
   CHECK_THAT(ocl, Contains("__local float S[32];"));
 
   // Left plain: a copy starting off a 4-float boundary (X[k*16 + tx*4 + 1 ...]), a 2-byte one
@@ -227,10 +221,10 @@ TEST_CASE("async copies: the default fp32 GEMM for sm_80 and sm_90 issues cp.asy
       INFO(m << "x" << n << "x" << k);
       ir::PrimFunc f = dense_ir(m, n, k, t);
       const std::string text = cuda_text(f, spec).source;
-      CHECK(count(text, "cp.async.ca.shared.global [%0], [%1], 4;") == 4);  // prologue and next, X and W
-      CHECK(count(text, "cp.async.commit_group;") == 2);
-      CHECK(count(text, "cp.async.wait_group 0;") == 2);
-      CHECK(count(text, "__syncthreads();") == 2);
+      CHECK(test::occurrences(text, "cp.async.ca.shared.global [%0], [%1], 4;") == 4);  // prologue and next, X and W
+      CHECK(test::occurrences(text, "cp.async.commit_group;") == 2);
+      CHECK(test::occurrences(text, "cp.async.wait_group 0;") == 2);
+      CHECK(test::occurrences(text, "__syncthreads();") == 2);
       if (!codegen::cuda_codegen_available()) {
         WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
         continue;
@@ -246,10 +240,10 @@ TEST_CASE("async copies: the default fp32 GEMM for sm_80 and sm_90 issues cp.asy
       REQUIRE(mod.images[1].ptx);
       const std::string ptx = mod.images[1].bytes;
       CHECK_THAT(ptx, Contains(".target sm_" + std::to_string(t.gpu.sm)));
-      CHECK(count(ptx, "cp.async.ca.shared.global") == 4);
-      CHECK(count(ptx, "cp.async.commit_group;") == 2);
-      CHECK(count(ptx, "cp.async.wait_group 0;") == 2);
-      CHECK(count(ptx, "bar.sync") == 2);
+      CHECK(test::occurrences(ptx, "cp.async.ca.shared.global") == 4);
+      CHECK(test::occurrences(ptx, "cp.async.commit_group;") == 2);
+      CHECK(test::occurrences(ptx, "cp.async.wait_group 0;") == 2);
+      CHECK(test::occurrences(ptx, "bar.sync") == 2);
     }
   }
 }
@@ -260,12 +254,12 @@ TEST_CASE("async copies: the padded conv's im2col tile zero-fills through cp.asy
   const std::string text = cuda_text(conv.f).source;
   // The weight tile: plain 4-byte copies; the im2col tile: 4-byte copies reading 0 bytes in the
   // padding.
-  CHECK(count(text, "cp.async.ca.shared.global [%0], [%1], 4;") == 2);
-  CHECK(count(text, "cp.async.ca.shared.global [%0], [%1], 4, %2;") == 2);
+  CHECK(test::occurrences(text, "cp.async.ca.shared.global [%0], [%1], 4;") == 2);
+  CHECK(test::occurrences(text, "cp.async.ca.shared.global [%0], [%1], 4, %2;") == 2);
   CHECK_THAT(text, Contains("\"r\"((copy_ok ? 4 : 0))"));
   if (!codegen::cuda_codegen_available()) return;
   codegen::GpuModule mod = codegen::build_gpu({conv.f}, t);
-  CHECK(count(mod.images.back().bytes, "cp.async.ca.shared.global") == 4);
+  CHECK(test::occurrences(mod.images.back().bytes, "cp.async.ca.shared.global") == 4);
 }
 
 TEST_CASE("async copies: sm_75 and OpenCL keep plain copies", "[gpu][cuda]") {
@@ -278,7 +272,7 @@ TEST_CASE("async copies: sm_75 and OpenCL keep plain copies", "[gpu][cuda]") {
     text_only.compile = false;
     const std::string text = codegen::build_gpu({dense_ir(128, 128, 128, t, {{"double_buffer", 1}})}, t, text_only).source;
     CHECK_THAT(text, Contains("X_shared[512]"));
-    CHECK(count(text, "cp.async") == 0);
+    CHECK(test::occurrences(text, "cp.async") == 0);
   }
   CHECK(default_knob(Target::parse("cuda -arch=sm_80"), "double_buffer") == 1);
   CHECK(default_knob(Target::parse("cuda -arch=sm_90"), "double_buffer") == 1);
@@ -287,7 +281,7 @@ TEST_CASE("async copies: sm_75 and OpenCL keep plain copies", "[gpu][cuda]") {
   const Target t75 = Target::parse("cuda -arch=sm_75");
   codegen::GpuModule mod = codegen::build_gpu({dense_ir(128, 128, 128, t75, {{"double_buffer", 1}})}, t75);
   REQUIRE(mod.images.size() == 4);
-  CHECK(count(mod.images.back().bytes, "cp.async") == 0);
+  CHECK(test::occurrences(mod.images.back().bytes, "cp.async") == 0);
 }
 
 TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-checked", "[gpu][opencl]") {
@@ -300,7 +294,7 @@ TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-check
     for (bool race_check : {false, true}) {
       INFO("dense " << m << "x" << n << "x" << k << (race_check ? " race-checked" : ""));
       ir::PrimFunc f = async_form(dense_ir(m, n, k, t, {{"double_buffer", 1}}));
-      REQUIRE(count(ir::to_string(f), "async_copy = 4") == 4);
+      REQUIRE(test::occurrences(ir::to_string(f), "async_copy = 4") == 4);
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
       codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
@@ -329,7 +323,7 @@ TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-check
   // The padded conv: its zero-filling copies as selects.
   PaddedConv conv(t);
   ir::PrimFunc f = async_form(conv.f);
-  REQUIRE(count(ir::to_string(f), "async_copy = 4") == 4);
+  REQUIRE(test::occurrences(ir::to_string(f), "async_copy = 4") == 4);
   codegen::GpuBuildOptions opt;
   opt.race_check = true;
   codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);

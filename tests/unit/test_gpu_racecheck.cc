@@ -60,12 +60,6 @@ DenseRun run_dense(runtime::DeviceAPI& dev, int64_t m, int64_t n, int64_t k, con
   return r;
 }
 
-int64_t count(const std::string& text, const std::string& what) {
-  int64_t c = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
-  return c;
-}
-
 }  // namespace
 
 TEST_CASE("race check: the matmul template's dense reports no races and the right numbers", "[gpu][opencl]") {
@@ -90,7 +84,7 @@ TEST_CASE("race check: the matmul template's dense reports no races and the righ
     CHECK_THAT(r.source, Catch::Contains("__local int kiln_rcs_X_shared[") &&
                              Catch::Contains("__local int kiln_rcs_W_shared[") &&
                              Catch::Contains("__global int* restrict kiln_races"));
-    CHECK(count(r.source, "++kiln_rc_epoch;") == count(r.source, "barrier(CLK_LOCAL_MEM_FENCE);") - 1);
+    CHECK(test::occurrences(r.source, "++kiln_rc_epoch;") == test::occurrences(r.source, "barrier(CLK_LOCAL_MEM_FENCE);") - 1);
     CHECK(r.wrong == 0);
     CHECK(r.races.count == 0);
   }

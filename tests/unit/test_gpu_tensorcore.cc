@@ -29,12 +29,6 @@ using runtime::NDArray;
 
 namespace {
 
-int64_t count(const std::string& text, const std::string& what) {
-  int64_t c = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
-  return c;
-}
-
 enum class Kind { kDense, kMatmul, kBatchMatmul };
 
 // A product as the GPU strategy lowers it for tensor cores (padded to whole 16 x 8 x 16 tiles),
@@ -156,8 +150,8 @@ TEST_CASE("tensor cores: the default float16 and bfloat16 GEMMs on sm_80 and sm_
       const std::string source = codegen::build_gpu({f}, t, text_only).source;
       const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (g.in.is_bfloat() ? "bf16.bf16" : "f16.f16") + ".f32";
       // The default 2 x 2 warps of 2 x 4 tiles, K slices of 32: 16 mma per warp and slice.
-      CHECK(count(source, mma) == 16);
-      CHECK(count(source, "cp.async.cg.shared.global [%0], [%1], 16") >= 2);
+      CHECK(test::occurrences(source, mma) == 16);
+      CHECK(test::occurrences(source, "cp.async.cg.shared.global [%0], [%1], 16") >= 2);
       if (!codegen::cuda_codegen_available()) {
         WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
         continue;
@@ -169,9 +163,9 @@ TEST_CASE("tensor cores: the default float16 and bfloat16 GEMMs on sm_80 and sm_
       CHECK(!mod.images[0].ptx);
       CHECK(!mod.images[0].bytes.empty());
       const std::string ptx = mod.images[1].bytes;
-      CHECK(count(ptx, mma) == 16);
-      CHECK(count(ptx, "cp.async.cg.shared.global") >= 2);
-      CHECK(count(ptx, "cp.async.wait_group") == 2);
+      CHECK(test::occurrences(ptx, mma) == 16);
+      CHECK(test::occurrences(ptx, "cp.async.cg.shared.global") >= 2);
+      CHECK(test::occurrences(ptx, "cp.async.wait_group") == 2);
       CHECK(mod.max_spill_bytes == 0);
       INFO(mod.notes[0]);
     }
@@ -185,7 +179,7 @@ TEST_CASE("tensor cores: sm_75 and OpenCL default to the plain tiles", "[gpu][mm
     std::string config;
     const ir::PrimFunc f = g.lower(Target::parse(spec), {}, &config);
     CHECK_THAT(config, Contains("tensor_core=0"));
-    CHECK(count(ir::to_string(f), "mma_sync") == 0);
+    CHECK(test::occurrences(ir::to_string(f), "mma_sync") == 0);
   }
   // Asked to, OpenCL prints the mma's reference loops (the test below); sm_75 has no mma.sync.
   CHECK_THROWS_WITH(g.lower(Target::parse("cuda -arch=sm_75"), {{"tensor_core", 1}}),
@@ -208,7 +202,7 @@ TEST_CASE("tensor cores: the schedule's OpenCL twin on PoCL against a double-pre
       std::string config;
       const ir::PrimFunc f = g.lower(t, on, &config);
       INFO(config);
-      REQUIRE(count(ir::to_string(f), "mma_sync") > 0);
+      REQUIRE(test::occurrences(ir::to_string(f), "mma_sync") > 0);
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
       const codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
@@ -246,10 +240,10 @@ TEST_CASE("tensor cores: a model's float16 dense and matmul compile to mma.sync 
   options.target = Target::parse("cuda -arch=sm_80");
   CompiledModel c = compile(m, options);
   REQUIRE(c.device.has_value());
-  CHECK(count(c.device->source, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0);
-  CHECK(count(c.device->source, "cp.async") > 0);
+  CHECK(test::occurrences(c.device->source, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0);
+  CHECK(test::occurrences(c.device->source, "cp.async") > 0);
   std::string ptx;
   for (const codegen::GpuImage& im : c.device->images)
     if (im.ptx) ptx = im.bytes;
-  CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0);
+  CHECK(test::occurrences(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0);
 }

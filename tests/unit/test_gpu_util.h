@@ -19,6 +19,13 @@
 
 namespace kiln::test {
 
+// How many times `what` occurs in `text` (instructions in PTX, barriers in printed kernels).
+inline int64_t occurrences(const std::string& text, const std::string& what) {
+  int64_t c = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
+  return c;
+}
+
 // The OpenCL device, opened once; null (and `why` set) when this machine has none. PoCL's
 // kernel cache ($POCL_CACHE_DIR) is not safe for processes sharing it (pocl/pocl#1480), and
 // CTest runs test cases as concurrent processes: each test case gets a folder of its own.

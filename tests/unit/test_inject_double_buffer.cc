@@ -29,12 +29,6 @@ using runtime::NDArray;
 
 namespace {
 
-int64_t count(const std::string& text, const std::string& what) {
-  int64_t c = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
-  return c;
-}
-
 // Y[tx] = sum_k X[k * 4 + 3 - tx] over 4 threads and K = 3 tiles, each tile staged in the
 // shared S by the threads together: what lowering makes of a cache_read at the reduce loop.
 struct TiledSum {
@@ -229,7 +223,7 @@ TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu]
   CHECK_THAT(text.source, Contains("W_shared[512]"));
   // One barrier after the prologue and one closing each K step: the next tiles' writes go to the
   // other halves, so insert_thread_sync adds none between the compute and them.
-  CHECK(count(text.source, "__syncthreads()") == 2);
+  CHECK(test::occurrences(text.source, "__syncthreads()") == 2);
   if (!codegen::cuda_codegen_available()) {
     WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
     return;

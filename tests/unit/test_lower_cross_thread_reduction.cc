@@ -32,12 +32,6 @@ namespace {
 
 ir::Stmt barrier() { return ir::evaluate(ir::make_intrinsic(ir::DataType::i32(), "kiln_barrier", {})); }
 
-int64_t count(const std::string& text, const std::string& what) {
-  int64_t c = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
-  return c;
-}
-
 // Row sums Y[b] = sum_c X[b, c] as the generic schedule lowers a cross-thread reduction over
 // `threads` threads (flattened): partials P[rf] in shared memory, then the marked serial combine
 // into a local accumulator.
@@ -146,7 +140,7 @@ TEST_CASE("lower_cross_thread_reduction before and after (shared tree)", "[gpu]"
   CHECK(lower_cross_thread_reduction(plain, k.launch(), 32).body.same_as(plain.body));
   // After insert_thread_sync: one barrier more, between the partials' writes and the tree.
   const std::string synced = to_string(insert_thread_sync(after, k.launch()));
-  CHECK(count(synced, "kiln_barrier()") == 3);
+  CHECK(test::occurrences(synced, "kiln_barrier()") == 3);
   CHECK(synced.find("kiln_barrier()") < synced.find("for (tx"));
   CHECK(synced.find("kiln_barrier()") > synced.find("thread_binding(\"threadIdx.x\") for (rf"));
 }
@@ -158,8 +152,8 @@ TEST_CASE("lower_cross_thread_reduction folds the tail of a count that is not a 
   CHECK_THAT(after, Contains("if (tx < 3) {\n        P[tx] = P[tx] + P[tx + 3]") &&
                         Contains("if (tx < 1) {\n        P[tx] = P[tx] + P[tx + 2]") &&
                         Contains("if (tx < 1) {\n        P[tx] = P[tx] + P[tx + 1]"));
-  CHECK(count(after, "kiln_barrier()") == 3);
-  CHECK(count(after, "pragma_") == 0);
+  CHECK(test::occurrences(after, "kiln_barrier()") == 3);
+  CHECK(test::occurrences(after, "pragma_") == 0);
 }
 
 TEST_CASE("lower_cross_thread_reduction on a 32-lane warp: the last steps as shuffles", "[gpu]") {
@@ -168,21 +162,21 @@ TEST_CASE("lower_cross_thread_reduction on a 32-lane warp: the last steps as shu
   RowSums k(2, 1000, 128);
   const std::string warp = ir::to_string(ir::lower_cross_thread_reduction(k.f, k.launch(), 32));
   INFO(warp);
-  CHECK(count(warp, "kiln_barrier()") == 2);
-  CHECK(count(warp, "kiln_shuffle_down(") == 5);
-  for (int s : {16, 8, 4, 2, 1}) CHECK(count(warp, ", " + std::to_string(s) + ")") >= 1);
+  CHECK(test::occurrences(warp, "kiln_barrier()") == 2);
+  CHECK(test::occurrences(warp, "kiln_shuffle_down(") == 5);
+  for (int s : {16, 8, 4, 2, 1}) CHECK(test::occurrences(warp, ", " + std::to_string(s) + ")") >= 1);
   CHECK_THAT(warp, Contains("if (tx < 64)") && Contains("P[tx + 64]") && Contains("if (tx < 32)") &&
                        Contains("P[tx + 32]") && Contains("if (tx == 0)") && Contains("P[0] = "));
   // Without warps (OpenCL): the whole tree in shared memory, 7 steps.
   const std::string shared = ir::to_string(ir::lower_cross_thread_reduction(k.f, k.launch(), 1));
-  CHECK(count(shared, "kiln_barrier()") == 7);
-  CHECK(count(shared, "kiln_shuffle_down(") == 0);
+  CHECK(test::occurrences(shared, "kiln_barrier()") == 7);
+  CHECK(test::occurrences(shared, "kiln_shuffle_down(") == 0);
   // 32 partials: the warp alone, from partial[tx].
   RowSums w(2, 100, 32);
   const std::string one = ir::to_string(ir::lower_cross_thread_reduction(w.f, w.launch(), 32));
-  CHECK(count(one, "kiln_barrier()") == 1);
-  CHECK(count(one, "kiln_shuffle_down(") == 5);
-  CHECK(count(one, "P[tx + ") == 0);
+  CHECK(test::occurrences(one, "kiln_barrier()") == 1);
+  CHECK(test::occurrences(one, "kiln_shuffle_down(") == 5);
+  CHECK(test::occurrences(one, "P[tx + ") == 0);
 }
 
 TEST_CASE("lower_cross_thread_reduction refuses a combine it cannot give every thread", "[gpu]") {
@@ -324,7 +318,7 @@ TEST_CASE("opencl: the generic schedule's reductions as trees match plain refere
       Reduction r = row_reduction(name, sh.rows, sh.cols);
       codegen::GpuModule m = build_generic(all_args(r), {r.out}, t, sh.threads);
       INFO(name << " over " << sh.rows << " x " << sh.cols << ", threads choice " << sh.threads);
-      REQUIRE(count(m.source, "for (int j_rf") == 0);  // no serial combine left
+      REQUIRE(test::occurrences(m.source, "for (int j_rf") == 0);  // no serial combine left
       std::vector<double> got = run_reduction(*dev, r, m);
       for (size_t i = 0; i < got.size(); ++i) {
         INFO("at " << i << ": " << got[i] << " want " << r.want[i]);
@@ -390,14 +384,14 @@ TEST_CASE("barriers of the generic schedule's trees after insert_thread_sync", "
     for (int k : {0, 1}) {
       const std::string ir_text = ir::to_string(p.kernels[k]);
       INFO(target << "\n" << ir_text);
-      CHECK(count(ir_text, "kiln_barrier()") == (cuda ? 4 : 9));
-      CHECK(count(ir_text, "kiln_shuffle_down(") == (cuda ? 5 : 0));
-      CHECK(count(ir_text, "pragma_") == 0);
+      CHECK(test::occurrences(ir_text, "kiln_barrier()") == (cuda ? 4 : 9));
+      CHECK(test::occurrences(ir_text, "kiln_shuffle_down(") == (cuda ? 5 : 0));
+      CHECK(test::occurrences(ir_text, "pragma_") == 0);
       // No barrier under a condition on the thread: each follows a closed `if` at the thread
       // loop's level (the printer indents it as the `if`).
-      CHECK(count(ir_text, "}\n      kiln_barrier()") == (cuda ? 3 : 8));
+      CHECK(test::occurrences(ir_text, "}\n      kiln_barrier()") == (cuda ? 3 : 8));
     }
-    CHECK(count(m.source, cuda ? "__shfl_down_sync(0xffffffffu, " : "__shfl") == (cuda ? 10 : 0));
+    CHECK(test::occurrences(m.source, cuda ? "__shfl_down_sync(0xffffffffu, " : "__shfl") == (cuda ? 10 : 0));
   }
 }
 
@@ -420,7 +414,7 @@ TEST_CASE("cuda: the trees compile through nvrtc for sm_80 and sm_90", "[gpu][nv
     }
   codegen::GpuModule m = codegen::build_gpu(funcs, t);
   INFO(m.source);
-  CHECK(count(m.source, "__shfl_down_sync(0xffffffffu, ") >= 5 * int64_t(funcs.size()));
+  CHECK(test::occurrences(m.source, "__shfl_down_sync(0xffffffffu, ") >= 5 * int64_t(funcs.size()));
   CHECK_THAT(m.source, Contains("const long long other") && Contains("const float other"));
   REQUIRE(m.images.size() == 3);  // sm_80, sm_90 cubins, compute_90 PTX
   CHECK(m.images[0].sm == 80);

@@ -15,17 +15,12 @@
 #include "kiln/te/operation.h"
 #include "kiln/te/reduce.h"
 #include "test_codegen_util.h"
+#include "test_gpu_util.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
 
 namespace {
-
-int64_t count(const std::string& text, const std::string& what) {
-  int64_t c = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
-  return c;
-}
 
 // C[i, j] = sum_k float32(A[i, k]) * float32(B[j, k]) (B[k, j] when kn) over M x N x K, its sum
 // in a warp buffer tensorized by `mma` in K slices of 16 (per 16 x 8 tile), stored into C by
@@ -74,10 +69,10 @@ TEST_CASE("mma intrinsics match the products they declare", "[schedule][mma]") {
       const std::string ir = p.lowered();
       // In the loops over the 2 x 2 tiles: the init, the mma in the loop over K slices, the
       // store; each per lane.
-      CHECK(count(ir, "thread_binding(\"threadIdx.x\") for (lane") == 3);
-      CHECK(count(ir, "mma_sync = kiln_mma_m16n8k16(") == 1);
-      CHECK(count(ir, "warp_fragment = 32") == 3);
-      CHECK(count(ir, "for (k.outer, 0, 3)") == 1);
+      CHECK(test::occurrences(ir, "thread_binding(\"threadIdx.x\") for (lane") == 3);
+      CHECK(test::occurrences(ir, "mma_sync = kiln_mma_m16n8k16(") == 1);
+      CHECK(test::occurrences(ir, "warp_fragment = 32") == 3);
+      CHECK(test::occurrences(ir, "for (k.outer, 0, 3)") == 1);
       CHECK_THAT(ir, Contains("allocate C.warp: float32[16, 8], warp"));
     }
   }
