@@ -352,12 +352,15 @@ const char* const kFuncFields[] = {"num_stores", "num_allocs", "alloc_bytes", "a
 // warp-wide access counted by the 32-byte sectors it touches: coalescing).
 // On CUDA, ptxas's registers per thread and spill bytes, which with the threads and shared
 // bytes decide how many blocks a multiprocessor holds (extract_features' PtxasReport).
+// Tensor-core work (gpu_mma_flops): the flops of the warps' mma.sync products in one run; the
+// mma's reference loops also count in the float features, as any lowering's loops do, but only
+// this says the products run on tensor cores (schedule/mma_intrin.h).
 // The shared bytes of double-buffered tiles (Stage::double_buffer): their loads overlap the
 // compute (asynchronously with cp.async on CUDA sm_80+, ir::inject_double_buffer), and their
 // second halves, which the lowered program does not allocate yet, count in gpu_shared_bytes.
 const char* const kGpuFields[] = {"gpu_threads",   "gpu_blocks",      "gpu_shared_bytes",
                                   "gpu_local_bytes", "gpu_sectors",   "gpu_registers",
-                                  "gpu_spill_bytes", "gpu_double_buffer_bytes"};
+                                  "gpu_spill_bytes", "gpu_double_buffer_bytes", "gpu_mma_flops"};
 
 std::vector<std::string> make_names() {
   std::vector<std::string> n;
@@ -424,6 +427,36 @@ AllocStats alloc_stats(const Stmt& s) {
 struct LaunchStats {
   double threads = 0, blocks = 0;
 };
+
+// Flops of the mma.sync products one run executes: ir::kMmaSync marks one lane's share of a
+// warp's 16 x 8 x 16 product (2 * 16 * 8 * 16 flops), so `runs` (the product of the enclosing
+// loops' extents, the 32 lanes included) / 32 products.
+double mma_flops(const Stmt& s, double runs = 1) {
+  if (!s.defined()) return 0;
+  switch (s.kind()) {
+    case StmtKind::For: {
+      const auto* op = s.as<ForNode>();
+      return mma_flops(op->body, runs * static_cast<double>(as_const_int(op->extent).value_or(1)));
+    }
+    case StmtKind::AttrStmt: {
+      const auto* op = s.as<AttrStmtNode>();
+      if (op->key == kMmaSync) return runs / 32 * 2 * 16 * 8 * 16;
+      return mma_flops(op->body, runs);
+    }
+    case StmtKind::LetStmt: return mma_flops(s.as<LetStmtNode>()->body, runs);
+    case StmtKind::Allocate: return mma_flops(s.as<AllocateNode>()->body, runs);
+    case StmtKind::IfThenElse: {
+      const auto* op = s.as<IfThenElseNode>();
+      return mma_flops(op->then_case, runs) + mma_flops(op->else_case, runs);
+    }
+    case StmtKind::Seq: {
+      double f = 0;
+      for (const Stmt& c : s.as<SeqStmtNode>()->seq) f += mma_flops(c, runs);
+      return f;
+    }
+    default: return 0;
+  }
+}
 
 LaunchStats launch_stats(const Stmt& s) {
   class V : public StmtVisitor {
@@ -516,6 +549,7 @@ std::vector<float> extract_features(const ir::PrimFunc& f, const PtxasReport* pt
     raw[gpu + 6] = ptxas->spill_bytes;
   }
   raw[gpu + 7] = allocs.double_buffer_bytes;
+  raw[gpu + 8] = mma_flops(f.body);
   std::vector<float> out(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(std::log2(1.0 + std::max(raw[i], 0.0)));
   return out;

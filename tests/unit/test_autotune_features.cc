@@ -251,7 +251,7 @@ TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[auto
   // A CPU function has none of them.
   std::vector<float> cpu = extract_features(scalar_matmul());
   for (const char* name : {"gpu_threads", "gpu_blocks", "gpu_shared_bytes", "gpu_local_bytes", "gpu_sectors",
-                           "gpu_registers", "gpu_spill_bytes", "gpu_double_buffer_bytes"})
+                           "gpu_registers", "gpu_spill_bytes", "gpu_double_buffer_bytes", "gpu_mma_flops"})
     CHECK(feat(cpu, name) == 0);
   CHECK(feat(v, "gpu_double_buffer_bytes") == 0);
   // A double-buffered tile (Stage::double_buffer's marker on its producer) counts both halves,
@@ -263,4 +263,12 @@ TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[auto
   std::vector<float> db = extract_features(PrimFunc{"gpu_copy", {x, y, z}, doubled});
   CHECK(feat(db, "gpu_double_buffer_bytes") == Approx(lg(2 * 256 * 4)));
   CHECK(feat(db, "gpu_shared_bytes") == Approx(lg(2 * 256 * 4)));
+  CHECK(feat(v, "gpu_mma_flops") == 0);
+  // Tensor-core products: each lane's share of a warp's mma (ir::kMmaSync), 4 warps x 3 steps.
+  Var lane("lane"), w("w"), k("k");
+  Stmt mma = attr_stmt(kMmaSync, sh->data, Expr(0), evaluate(Expr(0)));
+  Stmt warps = for_loop(w, 0, 4, ForKind::Serial,
+                        for_loop(k, 0, 3, ForKind::Serial, for_loop(lane, 0, 32, ForKind::ThreadBinding, mma, "threadIdx.x")));
+  std::vector<float> tc = extract_features(PrimFunc{"gpu_mma", {x, y, z}, warps});
+  CHECK(feat(tc, "gpu_mma_flops") == Approx(lg(4 * 3 * 2 * 16 * 8 * 16)));
 }
