@@ -371,9 +371,9 @@ def print_report(a, kiln, models_dir, rows, load_before, load_after, rebuilt):
             parts.append(f"{s.strip(' ()') or 'kiln'} {geomean(xs):.2f} over {len(xs)} models" if xs
                          else f"{s.strip(' ()') or 'kiln'}: no model measured")
         print(f"geometric mean of {label}: " + "; ".join(parts))
-    speedups = [f"{r['name']} {fp[r['name'][:-5]] / r['med']['kiln']:.2f}x"
-                for fp in [{q["name"]: q["med"]["kiln"] for q in rows if "kiln" in q["med"]}]
-                for r in rows if r["name"].endswith("_int8") and "kiln" in r["med"] and r["name"][:-5] in fp]
+    kiln_ms = {r["name"]: r["med"]["kiln"] for r in rows if "kiln" in r["med"]}
+    speedups = [f"{n} {kiln_ms[n[:-len('_int8')]] / ms:.2f}x" for n, ms in kiln_ms.items()
+                if n.endswith("_int8") and n[:-len("_int8")] in kiln_ms]
     if speedups:
         print("kiln fp32 / kiln int8 (the int8 model's speed-up over its float original): " + ", ".join(speedups))
     if rebuilt:

@@ -69,6 +69,11 @@ Expr make_constant(HostTensor value) {
   return Expr(std::make_shared<ConstantNode>(std::move(value)));
 }
 
+const HostTensor* constant_value(const Expr& e) {
+  const auto* k = e.as<ConstantNode>();
+  return k ? &k->value : nullptr;
+}
+
 Expr make_call(const std::string& op, std::vector<Expr> args, Attrs attrs, std::string name) {
   return make_call(get_op(op), std::move(args), std::move(attrs), std::move(name));
 }

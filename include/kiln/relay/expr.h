@@ -107,6 +107,8 @@ struct TupleGetItemNode : ExprNode {
 // `type` must be a TensorType.
 Expr make_var(std::string name, Type type);
 Expr make_constant(HostTensor value);
+// The value of a Constant node; nullptr for any other expression (graph passes matching patterns).
+const HostTensor* constant_value(const Expr& e);
 // Looks the op up (kiln::Error on an unknown name), checks the argument count and runs its type
 // relation; errors read "nn.conv2d (node 'Conv_0') on (float32[1,3,8,8], float32[4,2,3,3]): ...".
 Expr make_call(const std::string& op, std::vector<Expr> args, Attrs attrs = {}, std::string name = "");

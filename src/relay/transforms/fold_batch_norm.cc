@@ -27,11 +27,6 @@ UseCounts count_uses(const Expr& body) {
   return uses;
 }
 
-const HostTensor* constant_value(const Expr& e) {
-  const auto* k = e.as<ConstantNode>();
-  return k ? &k->value : nullptr;
-}
-
 bool is_conv(const CallNode* c) {
   const std::string& n = c->op_name();
   return n == "nn.conv1d" || n == "nn.conv2d" || n == "nn.conv3d";

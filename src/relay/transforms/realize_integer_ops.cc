@@ -20,11 +20,6 @@ namespace kiln::relay {
 
 namespace {
 
-const HostTensor* constant_value(const Expr& e) {
-  const auto* k = e.as<ConstantNode>();
-  return k ? &k->value : nullptr;
-}
-
 // dequantize(q, scale, zero point) with its operands: q any expression, the rest constants.
 struct Dequantized {
   Expr q;
@@ -82,8 +77,6 @@ Expr dequantize_sums(const Expr& acc, const Dequantized& x, const Dequantized& w
   return make_call("dequantize", {acc, s}, Attrs().set_int("axis", axis), name);
 }
 
-int64_t e_rank(const CallNode* c) { return static_cast<int64_t>(c->type.as<TensorTypeNode>()->shape.size()); }
-
 // A per-tensor dequantize, or a reshape of one (a Flatten before a Gemm): the reshape moves
 // onto the int8 values, which a per-tensor scale and zero point leave the same.
 std::optional<Dequantized> match_data_through_reshape(const Expr& e) {
@@ -104,7 +97,7 @@ class IntegerRealizer : public ExprMutator {
     if (!t || t->dtype != DataType::f32()) return e;
     const std::string& name = c->op_name();
     if (name == "nn.conv2d") return conv(c).value_or(e);
-    if (name == "nn.dense" || name == "nn.matmul") return dense(c, name == "nn.matmul").value_or(e);
+    if (name == "nn.dense" || name == "nn.matmul") return dense(c, name == "nn.matmul", t->rank()).value_or(e);
     return e;
   }
 
@@ -123,19 +116,17 @@ class IntegerRealizer : public ExprMutator {
     return dequantize_sums(acc, *x, *w, wq->shape()[0], 1, c->name);
   }
 
-  // dense(x, w [N, K]) or matmul(x, w [K, N]) with a constant 2-D w.
-  std::optional<Expr> dense(const CallNode* c, bool kn) {
+  // dense(x, w [N, K]) or matmul(x, w [K, N]) with a constant 2-D w; the result has `rank` dims.
+  std::optional<Expr> dense(const CallNode* c, bool kn, int64_t rank) {
     auto x = match_data_through_reshape(c->args[0]);
     auto w = match_dequantize(c->args[1]);
-    if (!x || !w || !per_tensor_data(*x) || x->q.tensor_type().rank() < 2) return std::nullopt;
-    const HostTensor* wq = constant_value(w->q);
-    if (!wq || wq->rank() != 2) return std::nullopt;
-    wq = symmetric_weight(*w, kn ? 1 : 0);
+    if (!x || !w || !per_tensor_data(*x) || x->q.tensor_type().rank() < 2 || w->q.tensor_type().rank() != 2)
+      return std::nullopt;
+    const HostTensor* wq = symmetric_weight(*w, kn ? 1 : 0);
     if (!wq) return std::nullopt;
     IntegerWeight iw = integer_weight(*wq, kn ? 1 : 0);
     Expr weight = kn ? make_constant(iw.weight) : c->args[1].as<CallNode>()->args[0];
     DataType xt = x->q.tensor_type().dtype;
-    const int64_t rank = e_rank(c);
     Expr acc = make_call("nn.dense_integer",
                          {x->q, weight, scalar_constant(xt, x->zero_point[0]), make_constant(iw.sums)}, Attrs(), c->name);
     return dequantize_sums(acc, *x, *w, iw.weight.shape()[0], rank - 1, c->name);

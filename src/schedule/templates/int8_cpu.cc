@@ -88,24 +88,33 @@ void place_operands(Schedule& s, const te::Tensor& blocked, const te::Tensor& re
   if (wsum.defined() && wsum.op().as<te::ComputeOpNode>()) s[wsum].compute_root();
 }
 
-te::Tensor blocked_of(const te::Tensor& result, const char* what) {
+// The blocked stage of an int8 conv/dense result, and the layout it computes in (its lanes and
+// its packed data's type).
+std::pair<te::Tensor, te::ops::Int8Layout> blocked_of(const te::Tensor& result, const char* what) {
   te::Tensor blocked = input_with_suffix(result, te::ops::kBlockedSuffix);
   KILN_CHECK(blocked.defined()) << what << ": '" << result.name() << "' is not its op's result";
-  return blocked;
+  return {blocked, {blocked.shape().back(), input_with_suffix(blocked, te::ops::kInt8PackSuffix).dtype()}};
+}
+
+// The tile knobs: `split` (columns of a conv, rows of a dense) over `extent`, and oc_blocks blocks
+// of L outputs (the largest of the choice dividing nblk); defaults from default_tile.
+std::pair<int64_t, int64_t> define_int8_tile(Config& cfg, const Target& target, const char* split, int64_t nblk,
+                                             int64_t extent) {
+  auto [dblocks, dcols] = default_tile(target, nblk, extent);
+  int64_t cols = cfg.define_split(split, extent, 2, {extent / dcols, dcols}, target.facts.vector_registers - 2)[1];
+  int64_t blocks = cfg.define_knob("oc_blocks", {1, 2, 4}, dblocks);
+  while (nblk % blocks != 0) blocks /= 2;
+  return {blocks, cols};
 }
 
 }  // namespace
 
 void schedule_conv2d_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
                               Config& cfg) {
-  te::Tensor blocked = blocked_of(conv, "schedule_conv2d_int8_cpu");
+  auto [blocked, layout] = blocked_of(conv, "schedule_conv2d_int8_cpu");
   KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv2d_int8_cpu: the tiled stage must have the conv's shape";
-  const te::ops::Int8Layout layout{blocked.shape().back(), input_with_suffix(blocked, te::ops::kInt8PackSuffix).dtype()};
-  const int64_t L = layout.lanes, nblk = blocked.shape()[1], ow = conv.shape()[3];
-  auto [dblocks, dcols] = default_tile(target, nblk, ow);
-  int64_t owr = cfg.define_split("tile_ow", ow, 2, {ow / dcols, dcols}, target.facts.vector_registers - 2)[1];
-  int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, dblocks);
-  while (nblk % ocp != 0) ocp /= 2;
+  const int64_t L = layout.lanes;
+  auto [ocp, owr] = define_int8_tile(cfg, target, "tile_ow", blocked.shape()[1], conv.shape()[3]);
 
   if (!conv.same_as(tiled)) s[conv].compute_inline();
   Stage out = s[tiled];
@@ -130,15 +139,11 @@ void schedule_conv2d_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Te
 
 void schedule_dense_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, const Target& target,
                              Config& cfg) {
-  te::Tensor blocked = blocked_of(dense, "schedule_dense_int8_cpu");
+  auto [blocked, layout] = blocked_of(dense, "schedule_dense_int8_cpu");
   KILN_CHECK(tiled.shape() == dense.shape()) << "schedule_dense_int8_cpu: the tiled stage must have the dense's shape";
-  const te::ops::Int8Layout layout{blocked.shape().back(), input_with_suffix(blocked, te::ops::kInt8PackSuffix).dtype()};
   const size_t lead = dense.ndim() - 2;
-  const int64_t L = layout.lanes, nblk = blocked.shape()[lead + 1], m = dense.shape()[lead];
-  auto [dblocks, drows] = default_tile(target, nblk, m);
-  int64_t mr = cfg.define_split("tile_m", m, 2, {m / drows, drows}, target.facts.vector_registers - 2)[1];
-  int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, dblocks);
-  while (nblk % ocp != 0) ocp /= 2;
+  const int64_t L = layout.lanes;
+  auto [ocp, mr] = define_int8_tile(cfg, target, "tile_m", blocked.shape()[lead + 1], dense.shape()[lead]);
 
   if (!dense.same_as(tiled)) s[dense].compute_inline();
   Stage out = s[tiled];

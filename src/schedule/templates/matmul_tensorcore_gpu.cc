@@ -16,6 +16,18 @@ bool reads_at(const ir::ProducerLoadNode* l, const ir::IterVar& a, const ir::Ite
   return n >= 2 && is_var(l->indices[n - 2], a) && is_var(l->indices[n - 1], b);
 }
 
+// Spreads the iterations of `f` over the block's 32 x wn x wm threads (threadIdx.x the lanes of a
+// warp, y and z the warps); what is left over runs serially in each thread.
+void spread_over_threads(Stage st, const ir::IterVar& f, int64_t wm, int64_t wn) {
+  auto [f1, x] = st.split(f, 32);
+  auto [f2, y] = st.split(f1, wn);
+  auto [serial, z] = st.split(f2, wm);
+  st.bind(x, "threadIdx.x");
+  st.bind(y, "threadIdx.y");
+  st.bind(z, "threadIdx.z");
+  (void)serial;
+}
+
 // Copies `st` (a shared tile computed at a loop of its reader) with every thread of a
 // 32 x wn x wm block, `lanes` neighbouring elements a copy (16 bytes: one cp.async each, or one
 // vector load). The tiles' rows are whole vectors: K, N and the slices are multiples of 8.
@@ -27,13 +39,7 @@ void fetch(Stage st, int64_t wm, int64_t wn, int64_t lanes) {
   ir::IterVar f = ax[0];
   for (size_t i = 1; i + 1 < ax.size(); ++i) f = st.fuse(f, ax[i]);
   f = ax.size() > 1 ? st.fuse(f, row) : row;
-  auto [f1, x] = st.split(f, 32);
-  auto [f2, y] = st.split(f1, wn);
-  auto [serial, z] = st.split(f2, wm);
-  st.bind(x, "threadIdx.x");
-  st.bind(y, "threadIdx.y");
-  st.bind(z, "threadIdx.z");
-  (void)serial;
+  spread_over_threads(st, f, wm, wn);
 }
 
 // The largest of `wanted` halved while a * b exceeds `limit` (the warps of a block, then the
@@ -124,13 +130,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   out.reorder(order);
   out.bind(bi, "blockIdx.y");
   out.bind(bj, "blockIdx.x");
-  auto [e1, ex] = out.split(out.fuse(ii, jj), 32);
-  auto [e2, ey] = out.split(e1, wn);
-  auto [rest, ez] = out.split(e2, wm);
-  out.bind(ex, "threadIdx.x");
-  out.bind(ey, "threadIdx.y");
-  out.bind(ez, "threadIdx.z");
-  (void)rest;
+  spread_over_threads(out, out.fuse(ii, jj), wm, wn);
 
   // The block's float32 tile: each warp stores its 16 x 8 tiles (threadIdx.z / y: the warp).
   Stage acc = s[anchor];

@@ -89,7 +89,7 @@ void schedule_reduction_stage(Stage st, const Target& target, Config& cfg) {
 // (bert_mini_int8's min/max over 128 x 256 floats, Zen 4): about 70 us each as one chain.
 // Returns the partial stages it scheduled.
 std::vector<te::Operation> factor_long_reductions(Schedule& s, const Target& target) {
-  std::vector<te::Tensor> long_ones;
+  std::vector<std::pair<te::Tensor, int64_t>> long_ones;  // and the partials' lanes
   for (const Stage& st : s.stages()) {
     const auto* c = st->op.as<te::ComputeOpNode>();
     if (!c || !c->is_reduction() || st->attach != AttachKind::Root || !st->relations.empty()) continue;
@@ -101,11 +101,10 @@ std::vector<te::Operation> factor_long_reductions(Schedule& s, const Target& tar
     }
     const int64_t lanes = target.lanes(c->dtypes[0].bits);
     if (outputs <= 4 && lanes >= 2 && points >= 64 * lanes && points % lanes == 0 && !innermost_axis_kept(*c))
-      long_ones.push_back(st->origin_op.output(0));
+      long_ones.emplace_back(st->origin_op.output(0), lanes);
   }
   std::vector<te::Operation> partials;
-  for (const te::Tensor& t : long_ones) {
-    const int64_t lanes = target.lanes(t.dtype().bits);
+  for (const auto& [t, lanes] : long_ones) {
     te::Tensor partial = s.rfactor(t, lanes);
     partials.push_back(partial.op());
     Stage p = s[partial];

@@ -58,14 +58,19 @@ Tensor weight_sums_of(const Tensor& wpack, int64_t lanes, const std::string& nam
 
 }  // namespace
 
-Tensor pack_conv2d_int8_weight(const Tensor& w, int64_t lanes, const std::string& name) {
-  const int64_t oc = w.shape()[0], c = w.shape()[1], L = lanes;
-  const int64_t c4 = round_up(c, 4) / 4, nblk = round_up(oc, L) / L;
-  return compute({nblk, c4, w.shape()[2], w.shape()[3], L, 4}, [&](const std::vector<Var>& v) {
-    Expr o = v[0] * c32(L) + v[4], ci = v[1] * c32(4) + v[5];
-    Expr inside = ir::logical_and(o < c32(oc), ci < c32(c));
-    Expr safe_o = ir::min(o, c32(oc - 1)), safe_c = ir::min(ci, c32(c - 1));
-    return ir::select(inside, w(safe_o, safe_c, v[2], v[3]), ir::make_zero(DataType::i8()));
+Tensor pack_int8_weight(const Tensor& w, int64_t lanes, const std::string& name) {
+  const int64_t o = w.shape()[0], c = w.shape()[1], L = lanes;
+  std::vector<int64_t> shape = {round_up(o, L) / L, round_up(c, 4) / 4};
+  shape.insert(shape.end(), w.shape().begin() + 2, w.shape().end());
+  shape.push_back(L);
+  shape.push_back(4);
+  return compute(shape, [&](const std::vector<Var>& v) {
+    const size_t taps = v.size() - 4;  // the kernel window's dims between the blocks and (L, 4)
+    Expr oo = v[0] * c32(L) + v[taps + 2], ci = v[1] * c32(4) + v[taps + 3];
+    Expr inside = ir::logical_and(oo < c32(o), ci < c32(c));
+    std::vector<Expr> idx = {ir::min(oo, c32(o - 1)), ir::min(ci, c32(c - 1))};
+    for (size_t d = 0; d < taps; ++d) idx.push_back(v[2 + d]);
+    return ir::select(inside, w(idx), ir::make_zero(DataType::i8()));
   }, name + kPackSuffix);
 }
 
@@ -74,7 +79,7 @@ Tensor conv2d_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, c
   check_operands(x, w, x_zero_point, layout, name);
   KILN_USER_CHECK(w.ndim() == 4 && w.shape()[1] == x.shape()[1] && x.ndim() == 4)
       << name << ": weight '" << w.name() << "' must be [OC, C, KY, KX] over data '" << x.name() << "' [N, C, H, W]";
-  return conv2d_int8_packed(x, pack_conv2d_int8_weight(w, layout.lanes, name), w.shape()[0], x_zero_point, a, layout,
+  return conv2d_int8_packed(x, pack_int8_weight(w, layout.lanes, name), w.shape()[0], x_zero_point, a, layout,
                             name, weight_sums);
 }
 
@@ -118,21 +123,12 @@ Tensor conv2d_int8_packed(const Tensor& x, const Tensor& wpack, int64_t oc, cons
   }, name);
 }
 
-Tensor pack_dense_int8_weight(const Tensor& w, int64_t lanes, const std::string& name) {
-  const int64_t nout = w.shape()[0], k = w.shape()[1], L = lanes;
-  return compute({round_up(nout, L) / L, round_up(k, 4) / 4, L, 4}, [&](Var blk, Var kb, Var j, Var kk) {
-    Expr o = blk * c32(L) + j, ki = kb * c32(4) + kk;
-    Expr inside = ir::logical_and(o < c32(nout), ki < c32(k));
-    return ir::select(inside, w(ir::min(o, c32(nout - 1)), ir::min(ki, c32(k - 1))), ir::make_zero(DataType::i8()));
-  }, name + kPackSuffix);
-}
-
 Tensor dense_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, const Int8Layout& layout,
                   const std::string& name, const Tensor& weight_sums) {
   check_operands(x, w, x_zero_point, layout, name);
   KILN_USER_CHECK(x.ndim() >= 2 && w.ndim() == 2 && w.shape()[1] == x.shape().back())
       << name << ": data '" << x.name() << "' [..., M, K] and weight '" << w.name() << "' [N, K] disagree on K";
-  return dense_int8_packed(x, pack_dense_int8_weight(w, layout.lanes, name), w.shape()[0], x_zero_point, layout, name,
+  return dense_int8_packed(x, pack_int8_weight(w, layout.lanes, name), w.shape()[0], x_zero_point, layout, name,
                            weight_sums);
 }
 

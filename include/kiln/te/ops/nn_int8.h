@@ -63,9 +63,9 @@ Tensor dense_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point
 Tensor dense_int8_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const ir::Expr& x_zero_point,
                          const Int8Layout& layout, const std::string& name, const Tensor& weight_sums);
 
-// The packing of a conv weight [OC, C, KY, KX] and of a dense weight [N, K] as te stages
-// (<name>.wpack), zero-padded; weight_packing.h packs constant ones the same way.
-Tensor pack_conv2d_int8_weight(const Tensor& w, int64_t lanes, const std::string& name);
-Tensor pack_dense_int8_weight(const Tensor& w, int64_t lanes, const std::string& name);
+// A weight [O, C, K...] (conv [OC, C, KY, KX], dense [N, K]) packed [O/L, C/4, K..., L, 4] as a
+// te stage (<name>.wpack), zero-padded; lower/weight_packing.h's pack_int8_weight packs a
+// constant one the same way at compile time.
+Tensor pack_int8_weight(const Tensor& w, int64_t lanes, const std::string& name);
 
 }  // namespace kiln::te::ops
