@@ -169,3 +169,21 @@ TEST_CASE("realize_integer_ops passes over calls of tuple type", "[graph][int8]"
   Module m = infer_types(Module::make({x}, {a, b}, {"a", "b"}));
   CHECK(to_string(realize_integer_ops(m)) == to_string(m));
 }
+
+TEST_CASE("nn.conv2d_integer and nn.dense_integer name the operand of a wrong type or shape", "[graph][int8]") {
+  auto i8 = [](Shape s) { return make_constant(HostTensor::zeros(DataType::i8(), s)); };
+  auto sums = [](int64_t n) { return make_constant(HostTensor::zeros(DataType::i32(), {n})); };
+  relay::Expr xf = var("x", {2, 8});
+  REQUIRE_THROWS_WITH(call("nn.dense_integer", {xf, i8({4, 8}), kscalar(DataType::i8(), 0), sums(4)}),
+                      Catch::Matchers::Contains("data must be int8 or uint8, got float32"));
+  relay::Expr xq = make_var("xq", tensor_type(DataType::u8(), {2, 8}));
+  REQUIRE_THROWS_WITH(call("nn.dense_integer", {xq, i8({4, 8}), kscalar(DataType::i8(), 0), sums(4)}),
+                      Catch::Matchers::Contains("data zero point must be a uint8 scalar, got int8"));
+  REQUIRE_THROWS_WITH(call("nn.dense_integer", {xq, i8({4, 8}), kscalar(DataType::u8(), 0), sums(5)}),
+                      Catch::Matchers::Contains("weight sums must be int32 [4], got int32 [5]"));
+  relay::Expr img = make_var("img", tensor_type(DataType::i8(), {1, 4, 6, 6}));
+  Attrs a = conv_attrs();
+  a.set_int("groups", 2);
+  REQUIRE_THROWS_WITH(call("nn.conv2d_integer", {img, i8({4, 4, 3, 3}), kscalar(DataType::i8(), 0), sums(4)}, a),
+                      Catch::Matchers::Contains("integer convolutions of one group only, got groups 2"));
+}
