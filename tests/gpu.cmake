@@ -33,6 +33,20 @@ if(KILN_OPENCL_ICD)
                 --output-dir ${KILN_CLI_OUT})
   set_tests_properties(cli.run_without_device_library PROPERTIES FIXTURES_REQUIRED kiln_opencl_module
                        ENVIRONMENT "KILN_DEVICE_LIBRARY=${KILN_CLI_OUT}/no_such_libkiln_device.so")
+  # kiln-runner --device-inputs: the input copied to a device buffer once, set from there, the
+  # output byte for byte what NumPy computes (relu is exact).
+  set(relu_cl ${KILN_CLI_OUT}/relu.opencl.so)
+  kiln_cli_test(runner.compile_relu_opencl 0 "compiled" compile
+                ${CMAKE_SOURCE_DIR}/tests/conformance/fake_root/test_relu_ok/model.onnx -o ${relu_cl} --target opencl)
+  set_tests_properties(runner.compile_relu_opencl PROPERTIES FIXTURES_SETUP kiln_relu_opencl)
+  add_test(NAME runner.device_inputs_opencl COMMAND ${CMAKE_COMMAND} -DSTATUS=0 -DREGEX=latency:.*y:.float32 -P ${KILN_EXPECT}
+           -- $<TARGET_FILE:kiln_runner> ${relu_cl} --input x=${CMAKE_SOURCE_DIR}/tests/runner/fixtures/x_3x4x5.npy
+           --device-inputs --repeat 2 --output-dir ${KILN_CLI_OUT}/relu_opencl_out)
+  add_test(NAME runner.device_inputs_opencl_output COMMAND ${CMAKE_COMMAND} -E compare_files
+           ${KILN_CLI_OUT}/relu_opencl_out/y.npy ${CMAKE_SOURCE_DIR}/tests/runner/fixtures/y_3x4x5.npy)
+  set_tests_properties(runner.device_inputs_opencl PROPERTIES FIXTURES_REQUIRED kiln_relu_opencl FIXTURES_SETUP kiln_relu_opencl_out
+                       ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}/relu")
+  set_tests_properties(runner.device_inputs_opencl_output PROPERTIES FIXTURES_REQUIRED kiln_relu_opencl_out)
   # Tuning for the GPU: every candidate measured on PoCL in a child, then the log applied and the
   # tuned model checked against its reference on PoCL.
   kiln_cli_test(tune.tiny_cnn.opencl 0 "6/6. nn.softmax: 3/3 trials" tune ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx

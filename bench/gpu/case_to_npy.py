@@ -2,7 +2,9 @@
 
   case_to_npy.py CASE_DIR OUT_DIR     inputs.txt ("NAME FILE" per graph input), input_N.npy,
                                       expected_N.npy from test_data_set_0
-  case_to_npy.py --sgemm N OUT_DIR    model.onnx: C = MatMul(A, B), A and B float32 [N, N] inputs
+  case_to_npy.py --gemm N DTYPE OUT_DIR
+                                      model.onnx: C = MatMul(A, B), A and B DTYPE (float32,
+                                      float16) [N, N] inputs
 """
 import os
 import sys
@@ -34,17 +36,16 @@ def case(case_dir, out):
         f.write("\n".join(lines) + "\n")
 
 
-def sgemm(n, out):
-    a = helper.make_tensor_value_info("A", TensorProto.FLOAT, [n, n])
-    b = helper.make_tensor_value_info("B", TensorProto.FLOAT, [n, n])
-    c = helper.make_tensor_value_info("C", TensorProto.FLOAT, [n, n])
-    graph = helper.make_graph([helper.make_node("MatMul", ["A", "B"], ["C"])], "sgemm", [a, b], [c])
+def gemm(n, dtype, out):
+    elem = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}[dtype]
+    a, b, c = (helper.make_tensor_value_info(x, elem, [n, n]) for x in "ABC")
+    graph = helper.make_graph([helper.make_node("MatMul", ["A", "B"], ["C"])], "gemm", [a, b], [c])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.save(model, os.path.join(out, "model.onnx"))
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--sgemm":
-        sgemm(int(sys.argv[2]), sys.argv[3])
+    if sys.argv[1] == "--gemm":
+        gemm(int(sys.argv[2]), sys.argv[3], sys.argv[4])
     else:
         case(sys.argv[1], sys.argv[2])

@@ -19,6 +19,16 @@ trap 'rm -rf "$tmp"' EXIT
 status=0
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader || true
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+# compute-sanitizer's memcheck and racecheck over one run (ARGS: the runner's command line), each
+# given KILN_SANITIZE_TIMEOUT seconds (default 180).
+sanitize() {
+  for tool in memcheck racecheck; do
+    summary=$(timeout "${KILN_SANITIZE_TIMEOUT:-180}" "$sanitizer" --tool "$tool" "$@" 2>&1 |
+              grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
+    echo "  $tool: ${summary:-no summary (timed out or did not run)}"
+    case "$summary" in *" 0 "*) ;; *) status=1 ;; esac
+  done
+}
 for c in "$bundle"/cases/*/; do
   name=$(basename "$c")
   args=()
@@ -36,22 +46,30 @@ for c in "$bundle"/cases/*/; do
   verdict=$(python3 bench/gpu/compare.py "$c" "$out") || status=1
   echo "$name: $verdict; kiln $latency"
   if [ -n "$sanitizer" ]; then
-    for tool in memcheck racecheck; do
-      summary=$("$sanitizer" --tool "$tool" "$runner" "$c/model.so" "${args[@]}" --output-dir "$tmp/san" 2>&1 |
-                grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
-      echo "  $tool: ${summary:-no summary (did it run?)}"
-      case "$summary" in *" 0 "*) ;; *) status=1 ;; esac
-    done
+    sanitize "$runner" "$c/model.so" "${args[@]}" --output-dir "$tmp/san"
   else
     echo "  compute-sanitizer not found: memcheck and racecheck skipped"
   fi
 done
-for s in "$bundle"/sgemm/*/; do
-  n=$(basename "$s")
-  python3 -c "import numpy as np; r=np.random.default_rng($n); [np.save('$tmp/'+x+'.npy', r.standard_normal(($n,$n), dtype=np.float32)) for x in 'AB']"
-  latency=$("$runner" "$s/model.so" --input "A=$tmp/A.npy" --input "B=$tmp/B.npy" --output-dir "$tmp/sgemm" --repeat 20 | grep '^latency')
-  verdict=$(python3 bench/gpu/compare.py --sgemm "$tmp" "$tmp/sgemm") || status=1
-  echo "sgemm $n: $verdict; kiln $latency"
+# GEMMs: random operands per dtype and size, made here; latency with the operands already on
+# the device (kiln-runner --device-inputs: the kernels alone), as the PyTorch peer's.
+for g in "$bundle"/gemm/*/; do
+  v=$(basename "$g")  # DTYPE_N_VARIANT
+  dtype=${v%%_*} rest=${v#*_}
+  n=${rest%%_*} variant=${rest#*_}
+  data="$tmp/gemm_${dtype}_$n"
+  if [ ! -d "$data" ]; then
+    mkdir -p "$data"
+    python3 -c "import numpy as np; r=np.random.default_rng($n); [np.save('$data/'+x+'.npy', r.standard_normal(($n,$n)).astype('$dtype')) for x in 'AB']"
+  fi
+  gargs=(--input "A=$data/A.npy" --input "B=$data/B.npy")
+  latency=$("$runner" "$g/model.so" "${gargs[@]}" --output-dir "$tmp/gemm_out" --repeat 30 --device-inputs | grep '^latency')
+  verdict=$(python3 bench/gpu/compare.py --gemm "$data" "$tmp/gemm_out") || status=1
+  tflops=$(awk -v n="$n" '{print 2 * n * n * n / $3 / 1e9}' <<< "$latency")
+  printf 'gemm %s %s %s: %s; kiln %s (%.1f TFLOP/s)\n' "$dtype" "$n" "$variant" "$verdict" "$latency" "$tflops"
+  if [ -n "$sanitizer" ] && [ "$n" -le 1024 ]; then
+    sanitize "$runner" "$g/model.so" "${gargs[@]}" --output-dir "$tmp/san"
+  fi
 done
 python3 bench/gpu/torch_peers.py "$bundle" "$repeat" || echo "PyTorch peers failed"
 exit $status

@@ -4,7 +4,9 @@ Each figure is measured as kiln-runner measures a run: the input copied from hos
 the model, the output copied back, synchronized; 3 warm-ups, median of REPEAT. The models are
 the shared models' architectures with random weights (torchvision; bert_mini as a transformers
 BERT of its shape: 4 layers, hidden 256, 4 heads, FFN 1024, sequence 128; resnet18_b32 and
-bert_mini_b32 at batch 32). SGEMM also in device time only (CUDA events, operands on the GPU).
+bert_mini_b32 at batch 32; NAME_fp16 the same in float16, `model.half()`). GEMMs (cuBLAS) with
+the operands on the GPU, timed as kiln-runner --device-inputs times kiln's: host clock around the
+product and a synchronize; CUDA events' time beside it.
 
   torch_peers.py BUNDLE [REPEAT]
 """
@@ -40,11 +42,15 @@ def models():
     yield "squeezenet1_1", torchvision.models.squeezenet1_1(), torch.randn(1, 3, 224, 224)
     yield "resnet18", torchvision.models.resnet18(), torch.randn(1, 3, 224, 224)
     yield "resnet18_b32", torchvision.models.resnet18(), torch.randn(32, 3, 224, 224)
+    yield "resnet18_fp16", torchvision.models.resnet18().half(), torch.randn(1, 3, 224, 224).half()
     from transformers import BertConfig, BertModel
     cfg = BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
     bert = BertModel(cfg).cuda().eval()
     yield "bert_mini", lambda ids: bert(ids).pooler_output, torch.randint(0, 1000, (1, 128))
     yield "bert_mini_b32", lambda ids: bert(ids).pooler_output, torch.randint(0, 1000, (32, 128))
+    bert_half = BertModel(cfg).cuda().eval().half()
+    yield "bert_mini_fp16", lambda ids: bert_half(ids).pooler_output, torch.randint(0, 1000, (1, 128))
+    yield "bert_mini_b32_fp16", lambda ids: bert_half(ids).pooler_output, torch.randint(0, 1000, (32, 128))
 
 
 def main():
@@ -58,31 +64,26 @@ def main():
         m = model.cuda().eval() if isinstance(model, torch.nn.Module) else model
         med, lo = end_to_end(m, x, repeat)
         print(f"{name}: torch latency median {med:.4f} ms, min {lo:.4f} ms over {repeat} runs")
-    for n in sorted(int(d) for d in os.listdir(os.path.join(bundle, "sgemm"))) if os.path.isdir(os.path.join(bundle, "sgemm")) else []:
-        a = torch.randn(n, n)
-        b = torch.randn(n, n)
-        f = lambda pair: torch.matmul(pair[0].cuda(), pair[1].cuda()).cpu()
-        ts = []
-        for i in range(23):
+    gemm_dir = os.path.join(bundle, "gemm")
+    gemms = sorted({tuple(d.split("_")[:2]) for d in os.listdir(gemm_dir)}) if os.path.isdir(gemm_dir) else []
+    for dtype, n in gemms:
+        n = int(n)
+        a, b = (torch.randn(n, n, dtype=getattr(torch, dtype), device="cuda") for _ in range(2))
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        host, dev = [], []
+        for i in range(33):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            f((a, b))
-            torch.cuda.synchronize()
-            if i >= 3:
-                ts.append((time.perf_counter() - t0) * 1e3)
-        ga, gb = a.cuda(), b.cuda()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        dev = []
-        for i in range(23):
             start.record()
-            torch.matmul(ga, gb)
+            torch.matmul(a, b)
             stop.record()
             torch.cuda.synchronize()
             if i >= 3:
+                host.append((time.perf_counter() - t0) * 1e3)
                 dev.append(start.elapsed_time(stop))
-        med = statistics.median(dev)
-        print(f"sgemm {n}: torch latency with copies median {statistics.median(ts):.4f} ms; "
-              f"device only median {med:.4f} ms ({2 * n ** 3 / med / 1e9:.1f} TFLOP/s)")
+        med = statistics.median(host)
+        print(f"gemm {dtype} {n}: torch (cuBLAS) latency median {med:.4f} ms ({2 * n ** 3 / med / 1e9:.1f} TFLOP/s), "
+              f"CUDA events median {statistics.median(dev):.4f} ms")
 
 
 if __name__ == "__main__":
