@@ -2,9 +2,10 @@
 
   case_to_npy.py CASE_DIR OUT_DIR     inputs.txt ("NAME FILE" per graph input), input_N.npy,
                                       expected_N.npy from test_data_set_0
-  case_to_npy.py --gemm N DTYPE OUT_DIR
+  case_to_npy.py --gemm N DTYPE OUT_DIR [nt]
                                       model.onnx: C = MatMul(A, B), A and B DTYPE (float32,
-                                      float16) [N, N] inputs
+                                      float16) [N, N] inputs; with nt C = A . B^T (Gemm transB=1:
+                                      a dense layer's weight layout, [N, K])
 """
 import os
 import sys
@@ -36,16 +37,18 @@ def case(case_dir, out):
         f.write("\n".join(lines) + "\n")
 
 
-def gemm(n, dtype, out):
+def gemm(n, dtype, out, layout):
     elem = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}[dtype]
     a, b, c = (helper.make_tensor_value_info(x, elem, [n, n]) for x in "ABC")
-    graph = helper.make_graph([helper.make_node("MatMul", ["A", "B"], ["C"])], "gemm", [a, b], [c])
+    node = (helper.make_node("Gemm", ["A", "B"], ["C"], transB=1) if layout == "nt"
+            else helper.make_node("MatMul", ["A", "B"], ["C"]))
+    graph = helper.make_graph([node], "gemm", [a, b], [c])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.save(model, os.path.join(out, "model.onnx"))
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--gemm":
-        gemm(int(sys.argv[2]), sys.argv[3], sys.argv[4])
+        gemm(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else "nn")
     else:
         case(sys.argv[1], sys.argv[2])

@@ -5,10 +5,11 @@
                                      with CASE_DIR/tile.txt (a batch-B variant run on the batch-1
                                      input tiled B times) against the expected output tiled alike;
                                      CASE_DIR/tolerance.txt ("RTOL ATOL") overrides the tolerance
-  compare.py --gemm IN_DIR OUT_DIR   OUT_DIR/C.npy against A . B (float64; cached in IN_DIR),
-                                     each error over the norm of its row of A times its column of
-                                     B: at most 1e-5 for float32 outputs, 1e-3 for float16 ones
-                                     (their rounding alone is up to 2^-11 of |C|)
+  compare.py --gemm IN_DIR OUT_DIR [nt]
+                                     OUT_DIR/C.npy against A . B (A . B^T with nt; float64, cached
+                                     in IN_DIR), each error over the norm of its row of A times its
+                                     column of B: at most 1e-5 for float32 outputs, 1e-3 for
+                                     float16 ones (their rounding alone is up to 2^-11 of |C|)
 """
 import glob
 import os
@@ -19,10 +20,11 @@ import numpy as np
 RTOL, ATOL = 1e-3, 1e-4
 
 
-def gemm(in_dir, out_dir):
-    ref = os.path.join(in_dir, "reference.npz")
+def gemm(in_dir, out_dir, layout):
+    ref = os.path.join(in_dir, f"reference_{layout}.npz")
     if not os.path.exists(ref):
         a, b = (np.load(os.path.join(in_dir, x + ".npy")).astype(np.float64) for x in "AB")
+        b = b.T if layout == "nt" else b
         scale = np.sqrt((a * a).sum(1))[:, None] * np.sqrt((b * b).sum(0))[None, :]
         np.savez(ref, want=a @ b, scale=scale)
     r = np.load(ref)
@@ -36,7 +38,7 @@ def gemm(in_dir, out_dir):
 
 def main():
     if sys.argv[1] == "--gemm":
-        return gemm(sys.argv[2], sys.argv[3])
+        return gemm(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "nn")
     case, out = sys.argv[1], sys.argv[2]
     tile_file = os.path.join(case, "tile.txt")
     tile = int(open(tile_file).read()) if os.path.exists(tile_file) else 1

@@ -14,7 +14,8 @@
 # `prepare.sh ../shared/models/resnet18` by itself (its float16 form is half the size).
 # Environment: KILN_BUILD (default build), KILN_GPU_TARGET (default "cuda -arch=sm_90"; opencl
 # makes a bundle that run.sh runs on PoCL: a dry run of the scripts here), KILN_GPU_GEMM (the
-# GEMMs, DTYPE:N, default "float32:4096 float16:4096 float32:1024 float16:1024"; "" for none),
+# GEMMs, DTYPE:N[:nt], default "float32:4096 float16:4096 float32:4096:nt float16:4096:nt
+# float32:1024 float16:1024"; "" for none),
 # KILN_PYTHON (a python with numpy and onnx; default /work/venv-torch/bin/python, else python3).
 # Writes bench/gpu/bundle/ (git-ignored). Bundles are carried whole: keep them under 64 MiB.
 set -euo pipefail
@@ -57,15 +58,18 @@ for spec in "${cases[@]}"; do
 done
 # GEMMs: C = A . B for square sizes, A and B graph inputs (run.sh makes random ones there), one
 # module per schedule of gemm_variants.txt (knobs forced by a one-record tuning log).
-for gemm in ${KILN_GPU_GEMM-float32:4096 float16:4096 float32:1024 float16:1024}; do
-  dtype=${gemm%:*} n=${gemm#*:}
+# DTYPE:N:nt is C = A . B^T (a dense layer's weight layout), its default schedule alone.
+for gemm in ${KILN_GPU_GEMM-float32:4096 float16:4096 float32:4096:nt float16:4096:nt float32:1024 float16:1024}; do
+  IFS=: read -r dtype n layout <<< "$gemm"
+  layout=${layout:-nn}
   while read -r vdtype variant knobs; do
     [ "$vdtype" = "$dtype" ] || continue
     # The 1024 GEMM is the sanitizer's (run.sh): its default schedule only.
-    [ "$n" -ge 4096 ] || [ "$variant" = default ] || continue
+    [ "$n" -ge 4096 ] && [ "$layout" = nn ] || [ "$variant" = default ] || continue
+    [ "$layout" = nn ] || variant="${layout}_$variant"
     d="$out/gemm/${dtype}_${n}_$variant"
     mkdir -p "$d"
-    "$py" bench/gpu/case_to_npy.py --gemm "$n" "$dtype" "$d"
+    "$py" bench/gpu/case_to_npy.py --gemm "$n" "$dtype" "$d" "$layout"
     log_args=()
     if [ -n "$knobs" ]; then
       workload="gpu_matmul:nn.matmul($dtype[$n,$n],$dtype[$n,$n])->$dtype[$n,$n]"

@@ -64,7 +64,9 @@ for g in "$bundle"/gemm/*/; do
   fi
   gargs=(--input "A=$data/A.npy" --input "B=$data/B.npy")
   latency=$("$runner" "$g/model.so" "${gargs[@]}" --output-dir "$tmp/gemm_out" --repeat 30 --device-inputs | grep '^latency')
-  verdict=$(python3 bench/gpu/compare.py --gemm "$data" "$tmp/gemm_out") || status=1
+  nt=()
+  [[ "$variant" == nt_* ]] && nt=(nt)
+  verdict=$(python3 bench/gpu/compare.py --gemm "$data" "$tmp/gemm_out" "${nt[@]}") || status=1
   tflops=$(awk -v n="$n" '{print 2 * n * n * n / $3 / 1e9}' <<< "$latency")
   printf 'gemm %s %s %s: %s; kiln %s (%.1f TFLOP/s)\n' "$dtype" "$n" "$variant" "$verdict" "$latency" "$tflops"
   if [ -n "$sanitizer" ] && [ "$n" -le 1024 ]; then

@@ -65,10 +65,12 @@ def main():
         med, lo = end_to_end(m, x, repeat)
         print(f"{name}: torch latency median {med:.4f} ms, min {lo:.4f} ms over {repeat} runs")
     gemm_dir = os.path.join(bundle, "gemm")
-    gemms = sorted({tuple(d.split("_")[:2]) for d in os.listdir(gemm_dir)}) if os.path.isdir(gemm_dir) else []
-    for dtype, n in gemms:
+    names = os.listdir(gemm_dir) if os.path.isdir(gemm_dir) else []
+    gemms = sorted({(d.split("_")[0], d.split("_")[1], "nt" if "_nt_" in d else "nn") for d in names})
+    for dtype, n, layout in gemms:
         n = int(n)
         a, b = (torch.randn(n, n, dtype=getattr(torch, dtype), device="cuda") for _ in range(2))
+        b = b.t() if layout == "nt" else b  # cuBLAS's transposed operand, as kiln's nt module
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         host, dev = [], []
         for i in range(33):
@@ -82,7 +84,7 @@ def main():
                 host.append((time.perf_counter() - t0) * 1e3)
                 dev.append(start.elapsed_time(stop))
         med = statistics.median(host)
-        print(f"gemm {dtype} {n}: torch (cuBLAS) latency median {med:.4f} ms ({2 * n ** 3 / med / 1e9:.1f} TFLOP/s), "
+        print(f"gemm {dtype} {n}{' nt' if layout == 'nt' else ''}: torch (cuBLAS) latency median {med:.4f} ms ({2 * n ** 3 / med / 1e9:.1f} TFLOP/s), "
               f"CUDA events median {statistics.median(dev):.4f} ms")
 
 

@@ -3,6 +3,7 @@
 #include "kiln/schedule/lower.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/detail.h"
@@ -125,7 +126,8 @@ std::vector<ir::Buffer> bind_args(LowerContext& ctx, const Schedule& s, const st
   return params;
 }
 
-// Buffers of the intermediate stages, shaped like their realized regions.
+// Buffers of the intermediate stages, shaped like their realized regions (rows padded where
+// the schedule asks).
 void allocate_intermediates(LowerContext& ctx) {
   for (const Stage& st : ctx.g.stages) {
     if (st->is_output) continue;
@@ -134,6 +136,12 @@ void allocate_intermediates(LowerContext& ctx) {
     for (const ir::Range& r : region) {
       shape.push_back(r.extent);
       offset.push_back(r.min);
+    }
+    // Stage::pad_rows: the rows' stride grows, the region written and read stays.
+    if (st->row_pad > 0 && shape.size() >= 2) {
+      std::optional<int64_t> row = ir::as_const_int(shape.back());
+      KILN_USER_CHECK(row) << "pad_rows: stage '" << st.name() << "' has rows of a varying length";
+      shape.back() = ir::make_int(shape.back().dtype(), *row + st->row_pad);
     }
     auto& slots = ctx.storage[st.get()];
     for (int v = 0; v < st->op->num_outputs(); ++v) {

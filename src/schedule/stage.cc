@@ -251,4 +251,12 @@ void Stage::double_buffer() {
   node_->double_buffer = true;
 }
 
+void Stage::pad_rows(int64_t elements) {
+  KILN_USER_CHECK(node_->scope == "shared")
+      << "pad_rows: stage '" << name() << "' has scope '" << node_->scope
+      << "'; only a shared-memory stage's rows meet bank conflicts (cache_read it into \"shared\" first)";
+  KILN_USER_CHECK(elements >= 0) << "pad_rows: stage '" << name() << "': " << elements << " elements of padding";
+  node_->row_pad = elements;
+}
+
 }  // namespace kiln::schedule

@@ -2,7 +2,8 @@
 // kernel (doubled allocation, prologue, halves k % 2 and (k + 1) % 2, the guard, barriers), the
 // barriers insert_thread_sync keeps and adds, refusals, and the matmul GPU template with its
 // shared A/B tiles double-buffered on the OpenCL device (PoCL) against a double-precision
-// reference, in the race-checking build, and through NVRTC for sm_80 and sm_90.
+// reference, in the race-checking build, and through NVRTC for sm_80 and sm_90. Stage::pad_rows
+// on the same tiles: the allocation's rows, the numbers on PoCL, the refusal.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -57,9 +58,10 @@ ir::KernelLaunch launch_of(int64_t threads) {
   return l;
 }
 
-// The matmul template's dense at `choices`, its shared tiles double-buffered when `db`.
+// The matmul template's dense at `choices`, its shared tiles double-buffered when `db`, their
+// rows padded by `pad` elements.
 ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, bool db, const Target& t,
-                      const std::map<std::string, size_t>& choices = {}) {
+                      const std::map<std::string, size_t>& choices = {}, int64_t pad = 0) {
   te::Tensor x = te::placeholder({m, k}, ir::DataType::f32(), "X");
   te::Tensor w = te::placeholder({n, k}, ir::DataType::f32(), "W");
   te::Tensor y = te::ops::dense_plain(x, w);
@@ -67,7 +69,9 @@ ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, bool db, const Target& t,
   schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg);
   int marked = 0;
   for (schedule::Stage st : s.stages()) {
-    if (db && st->scope == "shared") {
+    if (st->scope != "shared") continue;
+    if (pad) st.pad_rows(pad);
+    if (db) {
       st.double_buffer();
       ++marked;
     }
@@ -212,15 +216,58 @@ TEST_CASE("double_buffer: the matmul template on the OpenCL device, race-checked
   }
 }
 
+TEST_CASE("pad_rows: padded shared tiles, double-buffered, on the OpenCL device", "[gpu][opencl]") {
+  const Target t = Target::parse("opencl");
+  // The default knobs stage 16 x 16 floats of each operand: rows of 16 + pad, two halves (the
+  // template's own pad of 1 replaced).
+  for (int64_t pad : {3, 4}) {
+    INFO("pad " << pad);
+    codegen::GpuBuildOptions text_only;
+    text_only.compile = false;
+    const int64_t m = 70, n = 90, k = 45;
+    ir::PrimFunc f = dense_ir(m, n, k, true, t, {}, pad);
+    const std::string size = "[" + std::to_string(2 * 16 * (16 + pad)) + "]";
+    const std::string source = codegen::build_gpu({f}, t, text_only).source;
+    CHECK_THAT(source, Contains("X_shared" + size));
+    CHECK_THAT(source, Contains("W_shared" + size));
+    REQUIRE_OPENCL(dev);
+    codegen::GpuModule mod = codegen::build_gpu({f}, t);
+    auto xv = ref::random_floats(m * k, 21, -4.f, 4.f), wv = ref::random_floats(n * k, 22, -4.f, 4.f);
+    std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
+                                 NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
+                                 NDArray::zeros({m, n}, runtime::dtype_f32())};
+    test::run_on_device(*dev, mod, args, 0, nullptr);
+    const float* out = args[2].data<float>();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q) acc += double(xv[i * k + q]) * wv[j * k + q];
+        wrong += !(std::abs(out[i * n + j] - acc) <= 1e-4 * (1 + std::abs(acc)));
+      }
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("pad_rows: refusals", "[schedule]") {
+  te::Tensor x = te::placeholder({8, 8}, ir::DataType::f32(), "X");
+  te::Tensor y = te::compute({8, 8}, [&](ir::Var i, ir::Var j) { return x(i, j); }, "Y");
+  schedule::Schedule s = schedule::create({y});
+  CHECK_THROWS_WITH(s[y].pad_rows(4), Contains("pad_rows: stage 'Y' has scope 'global'"));
+  te::Tensor cached = s.cache_read(x, "shared", {y});
+  CHECK_THROWS_WITH(s[cached].pad_rows(-1), Contains("-1 elements of padding"));
+}
+
 TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu][cuda]") {
   const Target t = Target::parse("cuda");
   ir::PrimFunc f = dense_ir(128, 128, 128, true, t);
   codegen::GpuBuildOptions text_only;
   text_only.compile = false;
   codegen::GpuModule text = codegen::build_gpu({f}, t, text_only);
-  // Doubled tiles (the default knobs stage 16 x 16 floats of each operand).
-  CHECK_THAT(text.source, Contains("X_shared[512]"));
-  CHECK_THAT(text.source, Contains("W_shared[512]"));
+  // Doubled tiles (the default knobs stage 16 x 16 floats of each operand, both read down their
+  // columns: rows padded by one float).
+  CHECK_THAT(text.source, Contains("X_shared[544]"));
+  CHECK_THAT(text.source, Contains("W_shared[544]"));
   // One barrier after the prologue and one closing each K step: the next tiles' writes go to the
   // other halves, so insert_thread_sync adds none between the compute and them.
   CHECK(test::occurrences(text.source, "__syncthreads()") == 2);

@@ -61,6 +61,7 @@ struct StageNode {
   ir::IterVar attach_ivar;                  // a leaf of attach_stage
   std::string scope = "global";             // storage scope of the stage's buffer
   bool double_buffer = false;               // see Stage::double_buffer
+  int64_t row_pad = 0;                      // see Stage::pad_rows
   bool is_output = false;
   std::weak_ptr<ScheduleNode> schedule;
 };
@@ -125,6 +126,12 @@ class Stage {
   // ir::kDoubleBufferScope around the stage's producer, which ir::inject_double_buffer rewrites.
   // Only for a "shared" stage (a register or global buffer gains nothing from it).
   void double_buffer();
+  // Pads each row of the stage's shared buffer by `elements` unused elements (the innermost
+  // axis's extent + elements becomes the row stride, TVM's storage_align with a fixed offset),
+  // so that a warp reading down a column meets other shared-memory banks: a 64-byte row puts
+  // every second row in the same bank, 16 bytes more spreads eight rows over all 32. Keep
+  // `elements` * the dtype's bytes a multiple of 16 where rows are filled by 16-byte copies.
+  void pad_rows(int64_t elements);
 
  private:
   std::shared_ptr<StageNode> node_;

@@ -18,6 +18,22 @@ bool matmul_gpu_applies(const te::Tensor& anchor) {
 
 namespace {
 
+// Whether the product reads operand `t` along the reduce axis in its innermost index (A [M, K],
+// a dense weight [N, K]): its shared tile's threads then read down a column, rows apart.
+bool reads_k_innermost(const te::Tensor& anchor, const te::Tensor& t) {
+  const auto* c = anchor.op().as<te::ComputeOpNode>();
+  const auto* red = c->body[0].as<ir::ReduceNode>();
+  const auto* mul = red ? red->source[0].as<ir::BinaryNode>() : nullptr;
+  if (!mul) return false;
+  for (ir::Expr e : {mul->a, mul->b}) {
+    if (const auto* cast = e.as<ir::CastNode>()) e = cast->value;
+    const auto* load = e.as<ir::ProducerLoadNode>();
+    if (load && te::Tensor::from_producer(load->producer).same_as(t) && !load->indices.empty())
+      return load->indices.back().get() == c->reduce_axis[0]->var.get();
+  }
+  return false;
+}
+
 // The product's rows are output axis `row_axis`, its columns the last axis, and every other
 // axis a batch axis (a conv's n and oh).
 void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, size_t row_axis,
@@ -71,7 +87,7 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
       }
     }
   }
-  const int64_t shared = (ty * tm + tx * tn) * bk * anchor.dtype().bytes() * (double_buffer ? 2 : 1);
+  const int64_t shared = (ty * tm + tx * tn) * (bk + 1) * anchor.dtype().bytes() * (double_buffer ? 2 : 1);
   KILN_USER_CHECK(ty * tx <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
       << "matmul_gpu: a " << ty << " x " << tx << " block staging " << shared << " bytes exceeds the target's "
       << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_shared_bytes << " shared bytes";
@@ -120,8 +136,13 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   a.reorder({ko, ki, aax[row_axis], aax.back()});
   s[a_shared].compute_at(a, ko);
   s[b_shared].compute_at(a, ko);
-  cooperative_fetch(s[a_shared], ty, tx);
-  cooperative_fetch(s[b_shared], ty, tx);
+  // A tile read down its columns (K innermost) has threads tm or tn rows apart reading at once:
+  // with 16 or 32 floats a row, all in one bank (a dense weight's 16 columns of a warp: a
+  // 16-way conflict). One float more a row spreads them; the fetch's scalar copies don't mind.
+  for (const auto& [cached, operand] : {std::pair{a_shared, operands[0]}, std::pair{b_shared, operands[1]}}) {
+    cooperative_fetch(s[cached], ty, tx);
+    if (reads_k_innermost(anchor, operand)) s[cached].pad_rows(1);
+  }
   if (double_buffer) {
     s[a_shared].double_buffer();
     s[b_shared].double_buffer();

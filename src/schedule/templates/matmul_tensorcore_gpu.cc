@@ -99,7 +99,10 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   const int64_t bm = 16 * fm * wm, bn = 8 * fn * wn, threads = 32 * wm * wn;
   const bool db = double_buffer && k > bk;
   const int64_t in_bytes = anchor.op().input_tensors()[0].dtype().bytes();
-  const int64_t shared = (bm + bn) * bk * in_bytes * (db ? 2 : 1) + bm * bn * 4;
+  // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]).
+  const int64_t pad = 16 / in_bytes;
+  const int64_t b_tile = std::max(bk * (bn + pad), bn * (bk + pad));
+  const int64_t shared = (bm * (bk + pad) + b_tile) * in_bytes * (db ? 2 : 1) + bm * bn * 4;
   KILN_USER_CHECK(threads <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
       << "matmul_tensorcore_gpu: " << wm << " x " << wn << " warps staging " << shared << " bytes exceeds the target's "
       << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_shared_bytes << " shared bytes";
@@ -161,10 +164,12 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   f.unroll(gj);
   f.tensorize(g16, mma);
 
-  const int64_t lanes = 16 / in_bytes;
+  // Rows padded by 16 bytes: the lanes' fragment loads read eight rows at once (groupID), which
+  // a 64- or 128-byte row stride put four to a bank; 16 bytes keeps the cp.async targets aligned.
   for (const te::Tensor& t : {a_sh, b_sh}) {
     s[t].compute_at(f, ko);
-    fetch(s[t], wm, wn, lanes);
+    fetch(s[t], wm, wn, pad);
+    s[t].pad_rows(pad);
     if (db) s[t].double_buffer();
   }
 }
