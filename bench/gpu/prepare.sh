@@ -76,7 +76,10 @@ for gemm in ${KILN_GPU_GEMM-float32:4096 float16:4096 float32:4096:nt float16:40
       "$py" bench/gpu/forced_config_log.py "$workload" "$target" "$knobs" "$d/forced.json"
       log_args=(--tuning-log "$d/forced.json")
     fi
-    notes=$("$build/bin/kiln" compile "$d/model.onnx" -o "$d/model.so" --target "$target" "${log_args[@]}" 2>&1)
+    if ! notes=$("$build/bin/kiln" compile "$d/model.onnx" -o "$d/model.so" --target "$target" "${log_args[@]}" 2>&1); then
+      echo "prepare.sh: $dtype $n $variant: $notes" >&2
+      exit 1
+    fi
     if [ -n "$knobs" ] && ! grep -q "applied to 1 kernel" <<< "$notes"; then
       echo "prepare.sh: $dtype $n $variant: the forced knobs $knobs were not applied:" >&2
       echo "$notes" >&2

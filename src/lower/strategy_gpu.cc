@@ -1,12 +1,13 @@
 // The cuda and opencl entries of the strategy table: every op family computed by the op table's
 // plain lowering (no packed weights or blocked layouts; dense as one plain reduction) and
 // scheduled by a GPU template: injective groups by injective_gpu.h, windowed pools by
-// pool_gpu.h, 2-d depthwise convs by depthwise_gpu.h, products and 2-d float32 convs of one
-// group by shared-memory tiles (matmul_gpu.h), other 2-d convs by direct shared-memory tiles
-// (conv_direct_gpu.h), and everything else by the generic GPU template (generic_gpu.h), so
-// every group that compiles for a CPU compiles for a GPU. A group a template does not take gets
-// the generic one under its own name, "gpu_generic", so the fallback shows in the tuning task it
-// makes. float16 / bfloat16 products on CUDA sm_80+ are padded to whole tensor-core tiles.
+// pool_gpu.h, 2-d depthwise convs by depthwise_gpu.h, products and 2-d convs of one group
+// (float32, or float16 / bfloat16 on tensor cores) by shared-memory tiles (matmul_gpu.h), other
+// 2-d convs by direct shared-memory tiles (conv_direct_gpu.h), and everything else by the
+// generic GPU template (generic_gpu.h), so every group that compiles for a CPU compiles for a
+// GPU. A group a template does not take gets the generic one under its own name, "gpu_generic",
+// so the fallback shows in the tuning task it makes. float16 / bfloat16 products and convs on
+// CUDA sm_80+ are padded to whole tensor-core tiles.
 #include "kiln/schedule/templates/conv_direct_gpu.h"
 #include "kiln/schedule/templates/depthwise_gpu.h"
 #include "kiln/schedule/templates/generic_gpu.h"
@@ -56,11 +57,7 @@ void add_gpu_strategies(StrategyTable* table) {
   product.template_name = "gpu_matmul";
   product.schedule = [](const std::vector<te::Tensor>& outs, const te::Tensor& anchor, const Target& t,
                         schedule::Config& cfg) {
-    te::Tensor sum = anchor;
-    if (const std::vector<te::Tensor> in = anchor.op().input_tensors(); !schedule::matmul_gpu_applies(anchor) &&
-                                                                         in.size() == 1)
-      sum = in[0];
-    if (schedule::matmul_gpu_applies(sum))
+    if (const te::Tensor sum = schedule::product_under(anchor); schedule::matmul_gpu_applies(sum))
       return schedule::schedule_anchor_gpu(outs, sum, schedule::schedule_matmul_gpu, t, cfg);
     schedule::Schedule s = schedule::create(outs);
     schedule::schedule_generic_gpu(s, outs, t, cfg);
@@ -81,21 +78,34 @@ void add_gpu_strategies(StrategyTable* table) {
       return s;
     };
   };
-  // Convolutions: 2-d float32 ones of one group as implicit GEMMs in shared-memory tiles
-  // (matmul_gpu.h), 2-d depthwise ones in shared-memory tiles of a channel plane
-  // (depthwise_gpu.h), other 2-d ones (grouped, float16 / bfloat16) directly in shared-memory
-  // tiles of a group's channels (conv_direct_gpu.h); 1-d and 3-d ones as plain NC[D]HW
-  // reductions, which the generic schedule computes in a register inside their epilogue's thread.
-  auto conv = [generic](const relay::FusedGroup& g, const Target&, const StrategyOptions&) {
+  // float16 / bfloat16 products on a GPU with mma.sync (CUDA sm_80+): padded to whole
+  // tensor-core tiles (te::ops::ProductPad), the form the matmul template's tensor-core
+  // schedule takes (matmul_tensorcore_gpu.h; its knob tensor_core turns it off).
+  const te::ops::ProductPad mma_tiles{16, 8, 16};
+  auto has_mma = [](const relay::DataType& dtype, const Target& t) {
+    const bool half = dtype == relay::DataType::f16() || dtype == relay::DataType::bf16();
+    return half && t.kind == TargetKind::kCUDA && t.gpu.mma_m16n8k16();
+  };
+  // Convolutions: 2-d ones of one group as implicit GEMMs in shared-memory tiles (matmul_gpu.h):
+  // float32 ones everywhere, float16 / bfloat16 ones where they take the tensor cores (padded,
+  // as products are: any 2-d conv's OC, OW and C KH KW pad to whole tiles, so none falls back
+  // for its shape). 2-d depthwise ones in shared-memory tiles of a channel plane
+  // (depthwise_gpu.h), other 2-d ones (grouped, float16 / bfloat16 without mma.sync) directly in
+  // shared-memory tiles of a group's channels (conv_direct_gpu.h); 1-d and 3-d ones as plain
+  // NC[D]HW reductions, which the generic schedule computes in a register inside their
+  // epilogue's thread.
+  auto conv = [generic, mma_tiles, has_mma](const relay::FusedGroup& g, const Target& t, const StrategyOptions&) {
     const relay::CallNode& call = *g.anchor.as<relay::CallNode>();
     const ConvNdAttrs a = conv_attrs(call.attrs, false);
     const auto& w = *call.args[1]->type.as<relay::TensorTypeNode>();
     const std::string base = call.op_name().substr(3);  // "conv2d"
     const bool depthwise = a.groups > 1 && w.shape[1] == 1;
-    if (!depthwise && a.dims() == 2 && a.groups == 1 && w.dtype == relay::DataType::f32()) {
+    const bool tensor_cores = has_mma(w.dtype, t);
+    if (!depthwise && a.dims() == 2 && a.groups == 1 && (w.dtype == relay::DataType::f32() || tensor_cores)) {
       Strategy s = anchored("gpu_conv_gemm", schedule::schedule_conv_gemm_gpu);
-      s.lower = [a, base](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
-        return std::vector<te::Tensor>{te::ops::conv2d_gemm(in[0], in[1], a, base)};
+      const te::ops::ProductPad pad = tensor_cores ? mma_tiles : te::ops::ProductPad{};
+      s.lower = [a, base, pad](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
+        return std::vector<te::Tensor>{te::ops::conv2d_gemm(in[0], in[1], a, base, pad)};
       };
       return s;
     }
@@ -108,18 +118,13 @@ void add_gpu_strategies(StrategyTable* table) {
     };
     return s;
   };
-  // float16 / bfloat16 products on a GPU with mma.sync (CUDA sm_80+): padded to whole
-  // tensor-core tiles (te::ops::ProductPad), the form the matmul template's tensor-core
-  // schedule takes (matmul_tensorcore_gpu.h).
-  const te::ops::ProductPad mma_tiles{16, 8, 16};
-  auto on_tensor_cores = [mma_tiles](StrategyFn base, bool dense_op) {
+  auto on_tensor_cores = [mma_tiles, has_mma](StrategyFn base, bool dense_op) {
     return [=](const relay::FusedGroup& g, const Target& t, const StrategyOptions& o) {
       Strategy s = base(g, t, o);
       const relay::CallNode& call = *g.anchor.as<relay::CallNode>();
       const auto& a = *call.args[0]->type.as<relay::TensorTypeNode>();
       const auto& b = *call.args[1]->type.as<relay::TensorTypeNode>();
-      const bool half = a.dtype == relay::DataType::f16() || a.dtype == relay::DataType::bf16();
-      if (s.template_name != "gpu_matmul" || !half || !t.gpu.mma_m16n8k16() || a.shape.size() < 2 || b.shape.size() < 2)
+      if (s.template_name != "gpu_matmul" || !has_mma(a.dtype, t) || a.shape.size() < 2 || b.shape.size() < 2)
         return s;
       s.lower = [dense_op, mma_tiles](const std::vector<te::Tensor>& in, const relay::Attrs&, const relay::Type&) {
         return std::vector<te::Tensor>{dense_op ? te::ops::dense_plain(in[0], in[1], false, "dense", mma_tiles)

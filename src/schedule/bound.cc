@@ -128,7 +128,9 @@ class BoundInferer {
         int64_t ext = const_extent(b_.ranges.at(iv));
         if (ext > 1 && need_relax(iv, found, s.scope)) relax[b_.loop_vars.at(iv).get()] = {i32(0), i32(ext - 1)};
       }
-      pass_up_domain(*q.get(), b_, free_, &up);
+      // The overhang too: union_in_shape clips it to this stage's shape, so only a stage larger
+      // than its reader (a padded product) computes there, and its tiles stay whole.
+      pass_up_domain(*q.get(), b_, free_, &up, true);
       ir::VarMap<IntervalSet> dom;
       for (const ir::IterVar& r : root_axes(*q.get())) dom[r->var.get()] = relaxed(up.at(r.get()), relax);
       for (const ir::Expr& body : g_.bodies.at(q.get())) {
@@ -186,7 +188,7 @@ class BoundInferer {
 }  // namespace
 
 void pass_up_domain(const StageNode& s, const Bounds& b, const ir::arith::Analyzer& ana,
-                    std::unordered_map<const ir::IterVarNode*, IntervalSet>* sets) {
+                    std::unordered_map<const ir::IterVarNode*, IntervalSet>* sets, bool overhang) {
   for (auto it = s.relations.rbegin(); it != s.relations.rend(); ++it) {
     const IterVarRelation& rel = *it;
     if (rel.kind == IterVarRelation::Kind::Split) {
@@ -196,7 +198,10 @@ void pass_up_domain(const StageNode& s, const Bounds& b, const ir::arith::Analyz
       const IntervalSet& o = sets->at(rel.outer.get());
       const IntervalSet& i = sets->at(rel.inner.get());
       if (covers_zero_based(o, orr) && covers_zero_based(i, ir_)) {
-        (*sets)[rel.parent.get()] = range_set(pr);  // all of it, even when the split overhangs
+        const int64_t span = const_extent(orr) * const_extent(ir_);
+        (*sets)[rel.parent.get()] = overhang && span > const_extent(pr)
+                                        ? IntervalSet{pr.min, ir::arith::simplify(pr.min + i32(span - 1))}
+                                        : range_set(pr);
         continue;
       }
       ir::Var ov = rel.outer->var, iv = rel.inner->var;

@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "kiln/te/ops/nn_dense.h"
 #include "kiln/testing/reference.h"
 #include "test_gpu_util.h"
+#include "test_half_util.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
@@ -73,50 +73,19 @@ struct Gemm {
   }
 };
 
-// Exact 16-bit encodings of the test's values (multiples of 1/64 in [-2, 2]: 8 significant bits
-// at most, exact in float16 and bfloat16).
-uint16_t to_bits(float v, ir::DataType t) {
-  uint32_t x;
-  std::memcpy(&x, &v, 4);
-  if (t.is_bfloat()) return static_cast<uint16_t>(x >> 16);
-  if (v == 0) return static_cast<uint16_t>((x >> 16) & 0x8000);
-  const uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff, mant = x & 0x7fffff;
-  return static_cast<uint16_t>(sign | ((exp - 112) << 10) | (mant >> 13));
-}
-float from_bits(uint16_t h, ir::DataType t) {
-  uint32_t x;
-  if (t.is_bfloat()) {
-    x = uint32_t(h) << 16;
-  } else {
-    const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    x = exp == 0 ? sign : sign | ((exp + 112) << 23) | (mant << 13);  // no subnormals here
-  }
-  float v;
-  std::memcpy(&v, &x, 4);
-  return v;
-}
-
-std::vector<float> sixty_fourths(size_t n, uint64_t seed) {
-  std::vector<float> v = ref::random_floats(n, seed, -2.f, 2.f);
-  for (float& x : v) x = std::round(x * 64) / 64;
-  return v;
-}
-
 // Runs `g` built for OpenCL on PoCL; returns the elements outside the tolerance: half an ulp of
 // the output type (the products and their float32 sums are exact for these inputs, the result
 // is rounded once to the 16-bit type).
 int64_t wrong_on_pocl(runtime::DeviceAPI& dev, const Gemm& g, const codegen::GpuModule& mod, test::RaceReport* races) {
   const int64_t bt = g.kind == Kind::kBatchMatmul ? g.batch : 1;
-  const std::vector<float> av = sixty_fourths(bt * g.m * g.k, 21), bv = sixty_fourths((g.kind == Kind::kDense ? 1 : bt) * g.n * g.k, 22);
-  std::vector<uint16_t> ab, bb;
-  for (float x : av) ab.push_back(to_bits(x, g.in));
-  for (float x : bv) bb.push_back(to_bits(x, g.in));
+  const std::vector<float> av = test::sixty_fourths(bt * g.m * g.k, 21), bv = test::sixty_fourths((g.kind == Kind::kDense ? 1 : bt) * g.n * g.k, 22);
+  const std::vector<uint16_t> ab = test::to_bits(av, g.in), bb = test::to_bits(bv, g.in);
   const DLDataType dt = g.in.is_bfloat() ? runtime::dtype_bf16() : runtime::dtype_f16();
   std::vector<NDArray> args = {NDArray::from_vector<uint16_t>(g.a.shape(), dt, ab),
                                NDArray::from_vector<uint16_t>(g.b.shape(), dt, bb), NDArray::zeros(g.c.shape(), dt)};
   test::run_on_device(dev, mod, args, 0, races);
   const uint16_t* out = args[2].data<uint16_t>();
-  const double half_ulp = g.in.is_bfloat() ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  const double half_ulp = test::half_ulp(g.in);
   int64_t wrong = 0;
   for (int64_t p = 0; p < bt; ++p)
     for (int64_t i = 0; i < g.m; ++i)
@@ -127,7 +96,7 @@ int64_t wrong_on_pocl(runtime::DeviceAPI& dev, const Gemm& g, const codegen::Gpu
           const double y = g.kind == Kind::kDense ? bv[j * g.k + q] : bv[(p * g.k + q) * g.n + j];
           want += x * y;
         }
-        const double got = from_bits(out[(p * g.m + i) * g.n + j], g.in);
+        const double got = test::from_bits(out[(p * g.m + i) * g.n + j], g.in);
         wrong += !(std::abs(got - want) <= half_ulp * std::abs(want) + 1e-7);
       }
   return wrong;

@@ -143,3 +143,26 @@ TEST_CASE("bound: attached under a split of a fused loop, the region is one cont
   interpret(schedule::lower(s, c.args(), "f"), data);
   for (int i = 0; i < 320; ++i) CHECK(data[1][i] == (data[0][i] * 2 + 1) * (data[0][i] * 2 + 1));
 }
+
+TEST_CASE("bound: a split overhanging its axis holds whole tiles of a larger producer only", "[schedule]") {
+  // D [7] reads P [8] (zero-padded past A's end, as a product padded to whole tensor-core tiles)
+  // and Q [7]; one split of D by 8 runs past its end. P, larger, is realized over the whole tile
+  // (its tiles stay whole: an mma tile of 8 columns); Q only where it exists.
+  te::Tensor a = te::placeholder({7}, ir::DataType::f32(), "A");
+  te::Tensor p = te::compute({8}, [&](Var i) {
+    return ir::select(i < 7, a(ir::min(i, ir::Expr(6))), ir::make_zero(ir::DataType::f32()));
+  }, "P", {"pi"});
+  te::Tensor q = te::compute({7}, [&](Var i) { return a(i) * 2.f; }, "Q", {"qi"});
+  te::Tensor d = te::compute({7}, [&](Var i) { return p(i) + q(i); }, "D", {"i"});
+  auto s = schedule::create({d});
+  auto [o, in] = s[d].split(s[d].op_axis(0), 8);
+  s[p].compute_at(s[d], o);
+  s[q].compute_at(s[d], o);
+  schedule::Bounds b = schedule::infer_bound(s);
+  CHECK(region(b, s[p]) == "[0, +8]");
+  CHECK(region(b, s[q]) == "[0, +7]");
+  CHECK(region(b, s[d]) == "[0, +7]");
+  std::vector<std::vector<double>> data{{1, 2, 3, 4, 5, 6, 7}, std::vector<double>(7, std::nan(""))};
+  interpret(schedule::lower(s, {a, d}, "f"), data);
+  for (int i = 0; i < 7; ++i) CHECK(data[1][i] == 3 * data[0][i]);
+}

@@ -52,9 +52,13 @@ std::vector<ir::IterVar> root_axes(const StageNode& s);
 // outer * extent(inner) + inner; fuse: outer = min + fused / extent(inner), inner likewise).
 void pass_up_index(const StageNode& s, const Bounds& b, std::unordered_map<const ir::IterVarNode*, ir::Expr>* values);
 
-// Symbolic intervals of every axis of a stage given those of its leaves.
+// Symbolic intervals of every axis of a stage given those of its leaves. A split whose loops
+// run over all of their ranges covers all of its parent's; with `overhang`, also the overhang
+// of a split that does not divide it (outer x inner past the parent's end, where the loops run
+// under a guard): what the stage's producers must hold so that a tile of them stays whole (a
+// tensor-core tile of a product padded past the real output, te::ops::ProductPad).
 void pass_up_domain(const StageNode& s, const Bounds& b, const ir::arith::Analyzer& ana,
-                    std::unordered_map<const ir::IterVarNode*, ir::arith::IntervalSet>* sets);
+                    std::unordered_map<const ir::IterVarNode*, ir::arith::IntervalSet>* sets, bool overhang = false);
 
 // An Analyzer that knows the range of every loop variable in `b`.
 ir::arith::Analyzer loop_analyzer(const Bounds& b);

@@ -16,6 +16,31 @@ bool matmul_gpu_applies(const te::Tensor& anchor) {
   return in.size() == 2 && in[0].ndim() >= 2 && in[1].ndim() >= 2;
 }
 
+std::optional<ir::IterVar> bind_product_batch(Stage out, size_t row_axis) {
+  const std::vector<ir::IterVar> ax = out.op_axis();
+  std::vector<ir::IterVar> batch_axes;
+  for (size_t d = 0; d + 1 < ax.size(); ++d)
+    if (d != row_axis) batch_axes.push_back(ax[d]);
+  if (batch_axes.empty()) return std::nullopt;
+  // Next to each other (a conv's n and oh are not), so that they fuse.
+  std::vector<ir::IterVar> front = batch_axes;
+  front.push_back(ax[row_axis]);
+  front.push_back(ax.back());
+  out.reorder(front);
+  ir::IterVar batch = batch_axes[0];
+  for (size_t d = 1; d < batch_axes.size(); ++d) batch = out.fuse(batch, batch_axes[d]);
+  out.bind(batch, "blockIdx.z");
+  return batch;
+}
+
+te::Tensor product_under(const te::Tensor& anchor) {
+  te::Tensor t = anchor;
+  for (std::vector<te::Tensor> in = t.op().input_tensors(); !matmul_gpu_applies(t) && in.size() == 1;
+       in = t.op().input_tensors())
+    t = in[0];
+  return matmul_gpu_applies(t) ? t : anchor;
+}
+
 namespace {
 
 // Whether the product reads operand `t` along the reduce axis in its innermost index (A [M, K],
@@ -34,15 +59,16 @@ bool reads_k_innermost(const te::Tensor& anchor, const te::Tensor& t) {
   return false;
 }
 
-// The product's rows are output axis `row_axis`, its columns the last axis, and every other
-// axis a batch axis (a conv's n and oh).
+// The product `anchor` is [batch..., M, N]; `tiled` has its rows at axis `row_axis`, its
+// columns last and the batch axes elsewhere in the same order (a conv's [n, oc, oh, ow] of a
+// product batched over (n, oh)).
 void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, size_t row_axis,
                           const Target& target, Config& cfg) {
   KILN_USER_CHECK(matmul_gpu_applies(anchor)) << "matmul_gpu: '" << anchor.op().name()
                                               << "' is not a product of two matrices over one reduce axis";
   const std::vector<int64_t>& shape = anchor.shape();
   const size_t nd = shape.size();
-  const int64_t m = shape[row_axis], n = shape[nd - 1];
+  const int64_t m = shape[nd - 2], n = shape[nd - 1];
   const int64_t k = *ir::as_const_int(anchor.op().as<te::ComputeOpNode>()->reduce_axis[0]->dom.extent);
   // Threads per block (ty x tx), outputs per thread (tm x tn), the K slice staged in shared
   // memory (bk). Defaults: a 16 x 16 block computing a 64 x 64 tile in 4 x 4 register blocks,
@@ -51,8 +77,7 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   // per multiprocessor: resnet18's 512-channel 7x7 convs made 56 blocks of 4 x 1 outputs per
   // thread for the H200's 132 SMs, 478 us each (ncu, bench/gpu/results).
   int64_t batch = 1;
-  for (size_t d = 0; d + 1 < nd; ++d)
-    if (d != row_axis) batch *= shape[d];
+  for (size_t d = 0; d + 2 < nd; ++d) batch *= shape[d];
   const int64_t ty0 = pow2_at_least(m, 16), tx0 = pow2_at_least(n, 16);
   int64_t tm0 = m >= 4 * ty0 ? 4 : 1, tn0 = n >= 4 * tx0 ? 4 : 1;
   auto grid = [&](int64_t rows, int64_t cols) {
@@ -75,16 +100,14 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const bool double_buffer = double_buffer_knob && k > bk;
   // float16 / bfloat16 products over whole tiles can take the tensor cores instead (on by
   // default where the target has mma.sync); the knobs above then stay unused.
-  if (row_axis == nd - 2) {
-    if (std::optional<TensorIntrin> mma = mma_intrin_for(tiled, anchor)) {
-      const bool cuda = target.kind == TargetKind::kCUDA;
-      if (cfg.define_knob("tensor_core", {0, 1}, cuda && target.gpu.mma_m16n8k16()) != 0) {
-        // Other targets print the mma's reference loops (the OpenCL twin of the schedule).
-        KILN_USER_CHECK(!cuda || target.gpu.mma_m16n8k16())
-            << "matmul_gpu: tensor_core=1, but target '" << target.str() << "' has no mma.sync m16n8k16 (sm_80 and newer)";
-        schedule_matmul_tensorcore_gpu(s, tiled, anchor, *mma, double_buffer_knob, target, cfg);
-        return;
-      }
+  if (std::optional<TensorIntrin> mma = mma_intrin_for(tiled, anchor)) {
+    const bool cuda = target.kind == TargetKind::kCUDA;
+    if (cfg.define_knob("tensor_core", {0, 1}, cuda && target.gpu.mma_m16n8k16()) != 0) {
+      // Other targets print the mma's reference loops (the OpenCL twin of the schedule).
+      KILN_USER_CHECK(!cuda || target.gpu.mma_m16n8k16())
+          << "matmul_gpu: tensor_core=1, but target '" << target.str() << "' has no mma.sync m16n8k16 (sm_80 and newer)";
+      schedule_matmul_tensorcore_gpu(s, tiled, anchor, row_axis, *mma, double_buffer_knob, target, cfg);
+      return;
     }
   }
   const int64_t shared = (ty * tm + tx * tn) * (bk + 1) * anchor.dtype().bytes() * (double_buffer ? 2 : 1);
@@ -104,20 +127,8 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   Stage out = s[tiled];
   std::vector<ir::IterVar> ax = out.op_axis();
   const size_t od = ax.size();
-  std::vector<ir::IterVar> batch_axes;
-  for (size_t d = 0; d + 1 < od; ++d)
-    if (d != row_axis) batch_axes.push_back(ax[d]);
   std::vector<ir::IterVar> order;
-  if (!batch_axes.empty()) {
-    std::vector<ir::IterVar> front = batch_axes;
-    front.push_back(ax[row_axis]);
-    front.push_back(ax[od - 1]);
-    out.reorder(front);
-    ir::IterVar batch = batch_axes[0];
-    for (size_t d = 1; d < batch_axes.size(); ++d) batch = out.fuse(batch, batch_axes[d]);
-    out.bind(batch, "blockIdx.z");
-    order.push_back(batch);
-  }
+  if (std::optional<ir::IterVar> batch = bind_product_batch(out, row_axis)) order.push_back(*batch);
   auto [bi, ii] = out.split(ax[row_axis], ty * tm);
   auto [yi, mi] = out.split(ii, tm);
   auto [bj, jj] = out.split(ax[od - 1], tx * tn);
@@ -133,7 +144,7 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   a.compute_at(out, xi);
   std::vector<ir::IterVar> aax = a.op_axis();
   auto [ko, ki] = a.split(a.reduce_axis(0), bk);
-  a.reorder({ko, ki, aax[row_axis], aax.back()});
+  a.reorder({ko, ki, aax[nd - 2], aax.back()});
   s[a_shared].compute_at(a, ko);
   s[b_shared].compute_at(a, ko);
   // A tile read down its columns (K innermost) has threads tm or tn rows apart reading at once:
@@ -158,8 +169,12 @@ void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor&
 
 void schedule_conv_gemm_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
                             Config& cfg) {
-  KILN_USER_CHECK(anchor.ndim() == 4) << "conv_gemm_gpu: '" << anchor.op().name() << "' is not a 2-d convolution";
-  schedule_product_gpu(s, tiled, anchor, 1, target, cfg);
+  const te::Tensor product = product_under(anchor);
+  KILN_USER_CHECK(anchor.ndim() == 4 && tiled.ndim() == 4 && product.ndim() == 4 && !product.same_as(anchor))
+      << "conv_gemm_gpu: '" << anchor.op().name() << "' is not a 2-d convolution as te::ops::conv2d_gemm computes it";
+  // The transpose [n, oh, oc, ow] -> [n, oc, oh, ow] is index arithmetic of the output's reads.
+  if (!anchor.same_as(tiled)) s[anchor].compute_inline();
+  schedule_product_gpu(s, tiled, product, 1, target, cfg);
 }
 
 }  // namespace kiln::schedule

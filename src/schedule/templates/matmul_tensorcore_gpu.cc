@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/schedule/mma_intrin.h"
+#include "kiln/schedule/templates/matmul_gpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {
@@ -81,7 +82,7 @@ std::optional<TensorIntrin> mma_intrin_for(const te::Tensor& tiled, const te::Te
   return mma_m16n8k16(in, nn);
 }
 
-void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor,
+void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, size_t row_axis,
                                     const TensorIntrin& mma, bool double_buffer, const Target& target, Config& cfg) {
   const std::vector<int64_t>& shape = anchor.shape();
   const size_t nd = shape.size();
@@ -116,18 +117,16 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   te::Tensor b_sh = s.cache_read(operands[1], "shared", {frag});
 
   // The output: batch axes on blockIdx.z, block tiles on blockIdx.y / x, its elements over all
-  // threads, neighbouring threads neighbouring columns.
+  // threads, neighbouring threads neighbouring columns. Its rows are axis `row_axis` (a conv's
+  // output channels), its columns the last; the others are the product's batch axes, in order.
   Stage out = s[tiled];
   std::vector<ir::IterVar> ax = out.op_axis();
   const size_t od = ax.size();
-  std::vector<ir::IterVar> order(ax.begin(), ax.end() - 2);
-  if (!order.empty()) {
-    ir::IterVar batch = order[0];
-    for (size_t d = 1; d < order.size(); ++d) batch = out.fuse(batch, order[d]);
-    out.bind(batch, "blockIdx.z");
-    order = {batch};
-  }
-  auto [bi, ii] = out.split(ax[od - 2], bm);
+  KILN_CHECK(od == nd && row_axis + 1 < od) << "matmul_tensorcore_gpu: output '" << tiled.op().name()
+                                            << "' does not lay out the product's axes";
+  std::vector<ir::IterVar> order;
+  if (std::optional<ir::IterVar> batch = bind_product_batch(out, row_axis)) order.push_back(*batch);
+  auto [bi, ii] = out.split(ax[row_axis], bm);
   auto [bj, jj] = out.split(ax[od - 1], bn);
   for (const ir::IterVar& v : {bi, bj, ii, jj}) order.push_back(v);
   out.reorder(order);

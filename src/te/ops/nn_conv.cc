@@ -1,6 +1,7 @@
 #include "kiln/te/ops/nn_conv.h"
 
 #include <algorithm>
+#include <array>
 
 #include "kiln/support/error.h"
 #include "kiln/te/ops/elemwise.h"
@@ -214,24 +215,36 @@ Tensor conv_nd_plain(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, con
   }, name);
 }
 
-Tensor conv2d_gemm(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+Tensor conv2d_gemm(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name,
+                   const ProductPad& pad) {
   ConvShape s = conv_shape(x, w, a, name);
-  KILN_USER_CHECK(s.d == 2 && a.groups == 1 && x.dtype() == ir::DataType::f32())
-      << name << ": conv2d_gemm takes a float32 2-d convolution of one group";
+  const ir::DataType t = x.dtype();
+  KILN_USER_CHECK(s.d == 2 && a.groups == 1 && (t == ir::DataType::f32() || t == ir::DataType::f16() || t == ir::DataType::bf16()))
+      << name << ": conv2d_gemm takes a float32, float16 or bfloat16 2-d convolution of one group, got "
+      << t.str() << " with " << a.groups << " groups and " << s.d << " spatial dims";
   const int64_t kh = s.kernel[0], kw = s.kernel[1], q = s.c * kh * kw;
   Tensor xp = pad_spatial(x, a, 1, name + kPadSuffix);
-  // Column q of output pixel (oh, ow): input channel q / (kh kw), kernel tap ((q / kw) % kh, q % kw).
-  Tensor cols = compute({s.n, q, s.out[0], s.out[1]}, [&](Var n, Var qq, Var oh, Var ow) {
-    Expr c = qq / c32(kh * kw), ky = (qq / c32(kw)) % c32(kh), kx = qq % c32(kw);
+  // Column q of output pixel (oh, ow): input channel q / (kh kw), kernel tap t / kw, t % kw of
+  // t = q % (kh kw). In that form the weight's flattened index simplifies back to oc C kh kw + q,
+  // so a tile of the weight matrix is rows of contiguous elements (vector copies, cp.async).
+  // The columns of an output row are the last two axes, so that the product is a batch_matmul
+  // (whose tensor-core tiles are a buffer's last two dims) batched over (n, oh).
+  auto tap = [&](Var qq) {
+    const Expr t = qq % c32(kh * kw);
+    return std::array<Expr, 3>{qq / c32(kh * kw), t / c32(kw), t % c32(kw)};
+  };
+  Tensor cols = compute({s.n, s.out[0], q, s.out[1]}, [&](Var n, Var oh, Var qq, Var ow) {
+    const auto [c, ky, kx] = tap(qq);
     return xp(n, c, oh * c32(a.strides[0]) + ky * c32(a.dilation[0]), ow * c32(a.strides[1]) + kx * c32(a.dilation[1]));
-  }, name + ".im2col");
+  }, name + ".im2col", {"n", "oh", "q", "ow"});
   Tensor wm = compute({s.oc, q}, [&](Var oc, Var qq) {
-    return w(oc, qq / c32(kh * kw), (qq / c32(kw)) % c32(kh), qq % c32(kw));
-  }, name + ".wmat");
-  auto rq = reduce_axis(q, "rq");
+    const auto [c, ky, kx] = tap(qq);
+    return w(oc, c, ky, kx);
+  }, name + ".wmat", {"oc", "q"});
+  const Tensor prod = batch_matmul(wm, cols, 1, name + ".gemm", pad);
   return compute({s.n, s.oc, s.out[0], s.out[1]}, [&](Var n, Var oc, Var oh, Var ow) {
-    return te::sum(wm(oc, rq) * cols(n, rq, oh, ow), {rq});
-  }, name);
+    return prod(n, oh, oc, ow);
+  }, name, {"n", "oc", "oh", "ow"});
 }
 
 Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,

@@ -19,6 +19,8 @@
 // after the product (bias, activation) is computed from the registers.
 #pragma once
 
+#include <optional>
+
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
 #include "kiln/target/target.h"
@@ -29,16 +31,28 @@ namespace kiln::schedule {
 // of rank >= 2, with at least two output dims.
 bool matmul_gpu_applies(const te::Tensor& anchor);
 
+// The batch axes of a product's output stage (all but its rows, axis `row_axis`, and its
+// columns, the last) fused into one on blockIdx.z, outermost; nullopt when it has none. The
+// plain schedule and the tensor-core one (matmul_tensorcore_gpu.h) tile the rest alike.
+std::optional<ir::IterVar> bind_product_batch(Stage out, size_t row_axis);
+
+// The product a group's anchor stands for: the anchor itself, or the product under its chain of
+// one-input stages (a float16 product's cast, the slice of its padding, a conv's transpose);
+// the anchor when there is none.
+te::Tensor product_under(const te::Tensor& anchor);
+
 // An AnchorTemplate (anchor_cpu.h's signature): `tiled` is the group's output (the anchor
 // itself, or its elementwise tail, into whose thread loops the product is computed), `anchor`
 // the product.
 void schedule_matmul_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
                          Config& cfg);
 
-// The same tiles for a 2-d convolution as an implicit GEMM (te::ops::conv2d_gemm: out[n, oc, oh,
-// ow] = sum_q wmat[oc, q] * im2col[n, q, oh, ow]): rows are output channels, columns the output
-// row's pixels, (n, oh) the batch; the shared tiles of im2col gather from the padded input, so
-// no column matrix is ever stored. Same knobs.
+// The same tiles for a 2-d convolution as an implicit GEMM (te::ops::conv2d_gemm: the product
+// [n, oh, oc, ow] = sum_q wmat[oc, q] * im2col[n, oh, q, ow], read transposed as [n, oc, oh,
+// ow]): rows are output channels, columns the output row's pixels, (n, oh) the batch; the shared
+// tiles of im2col gather from the padded input, so no column matrix is ever stored. `anchor` is
+// conv2d_gemm's result. Same knobs; a float16 / bfloat16 conv padded to whole tensor-core tiles
+// takes matmul_tensorcore_gpu.h's schedule as a product does.
 void schedule_conv_gemm_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, const Target& target,
                             Config& cfg);
 

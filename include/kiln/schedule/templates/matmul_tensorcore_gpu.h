@@ -1,5 +1,6 @@
-// The tensor-core schedule of float16 / bfloat16 products (dense, matmul, batch matmul with
-// float32 sums), which matmul_gpu.h's template takes when the product fits (knob tensor_core):
+// The tensor-core schedule of float16 / bfloat16 products (dense, matmul, batch matmul and 2-d
+// convs as implicit GEMMs, with float32 sums), which matmul_gpu.h's templates take when the
+// product fits (knob tensor_core):
 // warps compute their tiles of C with mma.m16n8k16 (mma_intrin.h) from operand tiles staged in
 // shared memory. Knobs (schedule/config.h):
 //
@@ -32,9 +33,12 @@ namespace kiln::schedule {
 // and 16: te::ops::ProductPad), read by `tiled`, another stage. Otherwise nullopt.
 std::optional<TensorIntrin> mma_intrin_for(const te::Tensor& tiled, const te::Tensor& anchor);
 
-// The schedule above; `double_buffer` is matmul_gpu.h's knob. kiln::Error when the chosen knobs
-// exceed the target's threads or shared memory.
-void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor,
+// The schedule above; `double_buffer` is matmul_gpu.h's knob. `anchor` is [batch..., M, N]
+// (the tiles are its buffers' last two dims); `tiled` has the same axes with the rows moved to
+// axis `row_axis` (nd - 2 for a matmul; 1 for a conv's [n, oc, oh, ow] over a product batched
+// over (n, oh): te::ops::conv2d_gemm). kiln::Error when the chosen knobs exceed the target's
+// threads or shared memory.
+void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, size_t row_axis,
                                     const TensorIntrin& mma, bool double_buffer, const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule

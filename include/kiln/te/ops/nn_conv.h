@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kiln/te/operation.h"
+#include "kiln/te/ops/nn_dense.h"
 
 namespace kiln::te::ops {
 
@@ -59,12 +60,15 @@ Tensor conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const Con
 // what GPU schedules tile themselves, with no channel blocks.
 Tensor conv_nd_plain(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name = "conv");
 
-// A float32 2-d convolution of one group as a matrix product over the im2col view (implicit
-// GEMM): out[n, oc, oh, ow] = sum_q <name>.wmat[oc, q] * <name>.im2col[n, q, oh, ow], q running
-// over (input channel, ky, kx); both views are index arithmetic over the padded input
-// (<name>.pad) and the weight, materialized only where a schedule caches them (GPU shared
-// memory tiles, schedule/templates/matmul_gpu.h).
-Tensor conv2d_gemm(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name = "conv2d");
+// A 2-d convolution of one group as a matrix product over the im2col view (implicit GEMM): the
+// batch_matmul (nn_dense.h) <name>.gemm[n, oh, oc, ow] = sum_q <name>.wmat[oc, q] *
+// <name>.im2col[n, oh, q, ow], q running over (input channel, ky, kx), and <name>[n, oc, oh, ow]
+// its transpose. Both views are index arithmetic over the padded input (<name>.pad) and the
+// weight, materialized only where a schedule caches them (GPU shared-memory tiles,
+// schedule/templates/matmul_gpu.h). float16 / bfloat16 sums run in float32 (<name>.gemm.acc);
+// with `pad` (tensor-core tiles), OC, OW and q are padded as batch_matmul pads M, N and K.
+Tensor conv2d_gemm(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name = "conv2d",
+                   const ProductPad& pad = {});
 
 // conv_nd with its weight already packed ([OC/co, C/groups, K..., co], lower/weight_packing.h):
 // no "<name>.wpack" stage; `oc` is the number of output channels, co the packed block.
