@@ -220,7 +220,7 @@ TEST_CASE("pad_rows: padded shared tiles, double-buffered, on the OpenCL device"
   const Target t = Target::parse("opencl");
   // The default knobs stage 16 x 16 floats of each operand: rows of 16 + pad, two halves (the
   // template's own pad of 1 replaced).
-  for (int64_t pad : {3, 4}) {
+  for (int64_t pad : {3, 8}) {
     INFO("pad " << pad);
     codegen::GpuBuildOptions text_only;
     text_only.compile = false;
@@ -265,8 +265,8 @@ TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu]
   text_only.compile = false;
   codegen::GpuModule text = codegen::build_gpu({f}, t, text_only);
   // Doubled tiles (the default knobs stage 16 x 16 floats of each operand, both read down their
-  // columns: rows padded by one float).
-  CHECK_THAT(text.source, Contains("X_shared[544]"));
+  // columns: X's rows padded by 16 bytes, the weight's by one float).
+  CHECK_THAT(text.source, Contains("X_shared[640]"));
   CHECK_THAT(text.source, Contains("W_shared[544]"));
   // One barrier after the prologue and one closing each K step: the next tiles' writes go to the
   // other halves, so insert_thread_sync adds none between the compute and them.

@@ -71,20 +71,22 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const int64_t m = shape[nd - 2], n = shape[nd - 1];
   const int64_t k = *ir::as_const_int(anchor.op().as<te::ComputeOpNode>()->reduce_axis[0]->dom.extent);
   // Threads per block (ty x tx), outputs per thread (tm x tn), the K slice staged in shared
-  // memory (bk). Defaults: a 16 x 16 block computing a 64 x 64 tile in 4 x 4 register blocks,
-  // narrower for thin products (a classifier's M = 1, an attention head's N = 64).
-  // Register blocks shrink (columns first, then rows) while the grid has fewer than two blocks
-  // per multiprocessor: resnet18's 512-channel 7x7 convs made 56 blocks of 4 x 1 outputs per
-  // thread for the H200's 132 SMs, 478 us each (ncu, bench/gpu/results).
+  // memory (bk). Defaults: a 16 x 16 block computing a 128 x 64 tile in 8 x 4 register blocks
+  // (64 x 64 in 4 x 4 where M < 128), narrower for thin products (a classifier's M = 1, an
+  // attention head's N = 64). On the H100, SGEMM 4096: 8 x 4 39.0 TFLOP/s, 4 x 4 33.7, 8 x 8
+  // 34.7, 4 x 8 25.6 (bench/gpu/results, run 3). Register blocks shrink (rows from 8 to 4 first,
+  // then columns, then rows) while the grid has fewer than two blocks per multiprocessor:
+  // resnet18's 512-channel 7x7 convs made 56 blocks of 4 x 1 outputs per thread for the H200's
+  // 132 SMs, 478 us each (ncu, bench/gpu/results).
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < nd; ++d) batch *= shape[d];
   const int64_t ty0 = pow2_at_least(m, 16), tx0 = pow2_at_least(n, 16);
-  int64_t tm0 = m >= 4 * ty0 ? 4 : 1, tn0 = n >= 4 * tx0 ? 4 : 1;
+  int64_t tm0 = m >= 8 * ty0 ? 8 : m >= 4 * ty0 ? 4 : 1, tn0 = n >= 4 * tx0 ? 4 : 1;
   auto grid = [&](int64_t rows, int64_t cols) {
     return batch * ((m + ty0 * rows - 1) / (ty0 * rows)) * ((n + tx0 * cols - 1) / (tx0 * cols));
   };
   const int64_t enough = 2 * std::max(1, target.gpu.multiprocessors);
-  while (grid(tm0, tn0) < enough && (tn0 > 1 || tm0 > 1)) (tn0 > 1 ? tn0 : tm0) /= 2;
+  while (grid(tm0, tn0) < enough && (tn0 > 1 || tm0 > 1)) (tm0 > 4 ? tm0 : tn0 > 1 ? tn0 : tm0) /= 2;
   const int64_t ty = cfg.define_knob("threads_m", {1, 2, 4, 8, 16, 32}, ty0);
   const int64_t tx = cfg.define_knob("threads_n", {1, 2, 4, 8, 16, 32}, tx0);
   const int64_t tm = cfg.define_knob("rows_per_thread", {1, 2, 4, 8}, tm0);
@@ -110,7 +112,9 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
       return;
     }
   }
-  const int64_t shared = (ty * tm + tx * tn) * (bk + 1) * anchor.dtype().bytes() * (double_buffer ? 2 : 1);
+  // At most: every tile's rows padded by 16 bytes (below).
+  const int64_t elem = anchor.dtype().bytes();
+  const int64_t shared = (ty * tm + tx * tn) * (bk + 16 / elem) * elem * (double_buffer ? 2 : 1);
   KILN_USER_CHECK(ty * tx <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
       << "matmul_gpu: a " << ty << " x " << tx << " block staging " << shared << " bytes exceeds the target's "
       << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_shared_bytes << " shared bytes";
@@ -145,14 +149,20 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   std::vector<ir::IterVar> aax = a.op_axis();
   auto [ko, ki] = a.split(a.reduce_axis(0), bk);
   a.reorder({ko, ki, aax[nd - 2], aax.back()});
+  a.unroll(ki);
   s[a_shared].compute_at(a, ko);
   s[b_shared].compute_at(a, ko);
   // A tile read down its columns (K innermost) has threads tm or tn rows apart reading at once:
-  // with 16 or 32 floats a row, all in one bank (a dense weight's 16 columns of a warp: a
-  // 16-way conflict). One float more a row spreads them; the fetch's scalar copies don't mind.
+  // with 16 or 32 floats a row, all in one bank. The A tile's rows belong to threadIdx.y, two
+  // to a warp: 16 bytes more a row move them to other banks and keep each row 16-byte aligned,
+  // so that the unrolled K slice reads four K steps of a row in one vector load (NVRTC:
+  // ld.shared.v4, a quarter of the loads). A dense weight's rows belong to threadIdx.x, 16 to
+  // a warp tn rows apart: only an odd stride spreads them (one float more: a 2-way conflict;
+  // 16 bytes more made an 8-way one, the H100's nt SGEMM 4096 4.50 -> 10.49 ms).
   for (const auto& [cached, operand] : {std::pair{a_shared, operands[0]}, std::pair{b_shared, operands[1]}}) {
     cooperative_fetch(s[cached], ty, tx);
-    if (reads_k_innermost(anchor, operand)) s[cached].pad_rows(1);
+    if (reads_k_innermost(anchor, operand))
+      s[cached].pad_rows(cached.same_as(a_shared) ? 16 / std::max(1, operand.dtype().bytes()) : 1);
   }
   if (double_buffer) {
     s[a_shared].double_buffer();
