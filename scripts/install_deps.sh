@@ -5,7 +5,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PACKAGES=(
-  cmake g++ make
+  cmake g++ make pkg-config
   llvm-16-dev llvm-16-tools libzstd-dev zlib1g-dev libedit-dev libxml2-dev libtinfo-dev libffi-dev
   libxgboost-dev nlohmann-json3-dev libfmt-dev catch2
   libonnx-dev libprotobuf-dev protobuf-compiler
