@@ -16,9 +16,11 @@ PACKAGES=(
 # qemu-aarch64 (check.aarch64.*); without them kiln still builds and those tests are not registered.
 # OpenCL on the CPU (PoCL and the ICD loader, which kiln loads at run time): with them CTest runs
 # every model compiled for the opencl target (check.*.opencl) and the GPU schedules' OpenCL text.
+# Graphviz: renders `kiln compile --dump-dot` pictures; CTest's dot.renders is skipped without it.
 OPTIONAL_PACKAGES=(
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   ocl-icd-libopencl1 pocl-opencl-icd
+  graphviz
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -37,6 +39,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if [ ${#optional_missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${optional_missing[@]}" ||
-    echo "note: optional packages not installed (${optional_missing[*]}): no aarch64 runtime or qemu tests, or no OpenCL (PoCL) tests"
+    echo "note: optional packages not installed (${optional_missing[*]}): no aarch64 runtime or qemu tests, no OpenCL (PoCL) tests, or no rendering of DOT pictures"
 fi
 echo "kiln dependencies installed"

@@ -17,14 +17,6 @@ namespace kiln {
 
 namespace {
 
-const std::vector<std::string>& graph_stages() {
-  static const std::vector<std::string> s = {"infer_types", "fold_constants", "fold_batch_norm", "convert_to_float16", "realize_integer_ops",
-                                             "simplify",
-                                             "eliminate_common_subexpr", "remove_dead", "alter_layout",
-                                             "fuse_ops", "plan_memory"};
-  return s;
-}
-
 // The dumper of CompileOptions::dump_ir_stage, which must name a stage of the pipeline.
 StageDumper make_dumper(const CompileOptions& o) {
   if (!o.dump_ir_stage.empty() && o.dump_ir_stage != "all") {
@@ -94,8 +86,14 @@ lower::StrategyOptions CompileOptions::strategy_options() const {
   return o;
 }
 
+std::vector<std::string> graph_stages() {
+  return {"infer_types", "fold_constants", "fold_batch_norm", "convert_to_float16", "realize_integer_ops",
+          "simplify", "eliminate_common_subexpr", "remove_dead", "alter_layout", "fuse_ops"};
+}
+
 std::vector<std::string> pipeline_stages() {
   std::vector<std::string> s = graph_stages();
+  s.push_back("plan_memory");
   for (const std::string& k : codegen::loop_stages()) s.push_back(k);
   return s;
 }
@@ -105,6 +103,7 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   StageDumper dump = make_dumper(options);
   auto stage = [&](const std::string& name, Module m) {
     if (dump.wants(name)) dump("graph", name, to_string(m));
+    if (options.on_graph) options.on_graph(name, m, nullptr);
     return m;
   };
 
@@ -153,6 +152,7 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   out.strategy_options = options.strategy_options();
   out.fused = fuse_ops(m);
   if (dump.wants("fuse_ops")) dump("graph", "fuse_ops", to_string(out.fused));
+  if (options.on_graph) options.on_graph("fuse_ops", out.fused.module, &out.fused);
   check_lowerings(out.fused);
   // Lowering starts: constant weights packed into the layouts the target's kernels read.
   out.prepacked = lower::prepack_weights(&out.fused, out.target, out.strategy_options);

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -38,6 +39,9 @@ struct CompileOptions {
   // Print the IR after the named stage (or "all") to dump_to (stderr when null).
   std::string dump_ir_stage;
   std::ostream* dump_to = nullptr;
+  // Called with the graph after each graph stage that runs (graph_stages()), after fuse_ops with
+  // its groups too (before weights are prepacked): what `kiln compile --dump-dot` draws.
+  std::function<void(const std::string& stage, const relay::Module& m, const relay::FusedModule* fused)> on_graph;
   // Where tuned knobs come from (a tuning log: autotune::LogSchedules); null: default schedules.
   lower::ScheduleChooser* schedules = nullptr;
   // The data layout of 2-d convolutions (and the ops between them): kBlocked, NCHW[x]c with x
@@ -91,6 +95,10 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
 
 // The stage names --dump-ir accepts, in pipeline order.
 std::vector<std::string> pipeline_stages();
+// The graph passes among them, infer_types to fuse_ops: the stages after which the IR is a relay
+// graph (CompileOptions::on_graph, --dump-dot). Some run only with some options or models
+// (convert_to_float16, realize_integer_ops, alter_layout).
+std::vector<std::string> graph_stages();
 
 // codegen::export_library of a compiled model: kernels, plan, weights and metadata in one .so.
 void export_library(const CompiledModel& model, const std::string& path);

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "kiln/support/error.h"
+#include "tensor_file.h"
 
 namespace kiln::cli {
 namespace {
@@ -59,12 +60,12 @@ std::optional<std::pair<std::string, std::string>> split_spec(const std::string&
 }
 
 CLI::Validator name_equals_file() {
-  return name_equals("NAME=FILE.pb", [](const std::string&) { return true; });
+  return name_equals("NAME=FILE.pb or NAME=FILE.npy", [](const std::string&) { return true; });
 }
 
 std::map<std::string, relay::HostTensor> read_bind_specs(const std::vector<std::string>& specs) {
-  return read_specs<relay::HostTensor>("--bind", "NAME=FILE.pb", specs, [](const std::string&, const std::string& file) {
-    return relay::load_tensor_pb(file).value;
+  return read_specs<relay::HostTensor>("--bind", "NAME=FILE", specs, [](const std::string&, const std::string& file) {
+    return load_tensor_file(file);
   });
 }
 

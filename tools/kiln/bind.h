@@ -19,11 +19,11 @@ namespace kiln::cli {
 // NAME=VALUE split at the first '=', or nullopt when there is none or either side is empty.
 std::optional<std::pair<std::string, std::string>> split_spec(const std::string& spec);
 
-// A CLI11 check that an option value has the form NAME=FILE.pb: a malformed one is a usage
-// error (status 2) reported before anything runs.
+// A CLI11 check that an option value has the form NAME=FILE (a .pb or .npy file): a malformed
+// one is a usage error (status 2) reported before anything runs.
 CLI::Validator name_equals_file();
 
-// Parses NAME=FILE.pb specs into values (kiln::Error naming the spec or the file).
+// Parses NAME=FILE specs (.pb or .npy, tensor_file.h) into values (errors name the spec or the file).
 std::map<std::string, relay::HostTensor> read_bind_specs(const std::vector<std::string>& specs);
 
 // Adds `--input-shape NAME=D0,D1,...` (repeatable) to `cmd`, checked at parse time: a malformed

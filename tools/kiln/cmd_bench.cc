@@ -1,7 +1,8 @@
 // kiln bench OUT.so|MODEL.onnx [--target T] [--threads T] [--repeat N]: median latency of a
 // compiled model (an .onnx model is compiled for --target first) on seeded random inputs.
 // Prints "median X ms". --profile then times every node separately (the runtime's per-node
-// profile) and prints each kernel's median and share, slowest first.
+// profile) and prints each kernel's median and share, slowest first; --profile-json FILE also
+// writes them as JSON, which `kiln compile --dump-dot fuse_ops G.dot --dot-profile FILE` draws.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -11,6 +12,7 @@
 #include "kiln/runtime/graph_executor.h"
 
 #include "commands.h"
+#include "graph_pictures.h"
 #include "kiln/autotune/measure_process.h"
 #include "module_file.h"
 #include "module_io.h"
@@ -28,7 +30,10 @@ double process_cpu_seconds() {
 // A second executor of the same library, so the plain median above is never timed with clocks
 // around the nodes. Runs until each node has opts.repeat samples, and at least as long as the
 // plain timing did.
-void print_profile(const std::string& path, const autotune::TimerOptions& opts) {
+// `json_path` (--profile-json), when not empty, gets the medians too; `module` is the name the
+// user gave, for the file.
+void print_profile(const std::string& path, const autotune::TimerOptions& opts, const std::string& json_path,
+                   const std::string& module) {
   runtime::GraphExecutor exec = runtime::GraphExecutor::load(path);
   std::vector<relay::HostTensor> inputs;
   for (int i = 0; i < exec.num_inputs(); ++i) {
@@ -54,13 +59,22 @@ void print_profile(const std::string& path, const autotune::TimerOptions& opts) 
   std::sort(wall.begin(), wall.end());
   std::cout << "\nprofile (" << runs << " runs, median per node)\n" << exec.profile_table()
             << "median profiled run " << wall[wall.size() / 2] * 1e3 << " ms\n";
+  if (json_path.empty()) return;
+  std::vector<KernelTime> kernels;
+  for (const runtime::GraphExecutor::NodeProfile& p : exec.profile()) {
+    std::vector<double> v = p.seconds;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    kernels.push_back({p.kernel, p.label, v[v.size() / 2] * 1e3});
+  }
+  write_profile_json(json_path, module, kiln_get_num_threads(), runs, kernels);
+  std::cout << "wrote the profile to " << json_path << "\n";
 }
 
 }  // namespace
 
 void add_bench(CLI::App& app, int* status) {
   struct Args {
-    std::string module, target;
+    std::string module, target, profile_json;
     int threads = 0, repeat = 20;
     bool profile = false;
   };
@@ -72,6 +86,9 @@ void add_bench(CLI::App& app, int* status) {
   c->add_option("--threads", args->threads, "threads (default: KILN_NUM_THREADS, else all cores)");
   c->add_option("--repeat", args->repeat, "timed samples (each at least 0.1 s of runs)");
   c->add_flag("--profile", args->profile, "also time every kernel and print them, slowest first");
+  c->add_option("--profile-json", args->profile_json,
+                "FILE: with --profile, also write each kernel's median time as JSON (for kiln compile --dot-profile)")
+      ->needs("--profile");
   c->callback([args, status] {
     *status = guarded("bench", [&] {
       if (args->threads > 0) kiln_set_num_threads(args->threads);
@@ -92,7 +109,7 @@ void add_bench(CLI::App& app, int* status) {
       // CPU time per run (all threads, waits included): on a shared machine, with one thread, a
       // steadier figure than the wall clock, which counts the time other processes held the core.
       std::cout << "cpu " << cpu / calls * 1e3 << " ms per run\n";
-      if (args->profile) print_profile(file.path(), opts);
+      if (args->profile) print_profile(file.path(), opts, args->profile_json, args->module);
       return kOk;
     });
   });

@@ -1,6 +1,7 @@
 // kiln check CASE_DIR [--tuning-log LOG] [--input-shape NAME=D0,D1,...] [--target T] [--runner R]:
 // compiles CASE_DIR/model.onnx into a .so, runs every test_data_set_* with it through the runtime, and compares each output with its
-// expected .pb. Inputs the importer needs at compile time (a Pad's pads) are bound from each data
+// expected output_N.pb or output_N.npy (inputs too may be input_N.pb or .npy, tensor_file.h).
+// Inputs the importer needs at compile time (a Pad's pads) are bound from each data
 // set, and inputs with symbolic dims that --input-shape does not give take the data set's shape;
 // sets that differ in either compile once each. Prints PASS or FAIL with the worst error and the tolerances; exit 0 on
 // pass, 1 on a mismatch, 3 (kUnsupported) when the model uses something kiln does not implement.
@@ -25,6 +26,7 @@
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/support/error.h"
 #include "module_io.h"
+#include "tensor_file.h"
 
 namespace kiln::cli {
 namespace {
@@ -42,6 +44,21 @@ std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefi
     auto num = [&](const fs::path& p) { return std::atoi(p.filename().string().c_str() + prefix.size()); };
     return num(a) < num(b);
   });
+  return out;
+}
+
+// A data set's tensor files PREFIX<N>.pb or PREFIX<N>.npy, by N; one N in both forms is refused
+// (which one is meant?).
+std::vector<fs::path> tensor_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> out;
+  for (const fs::path& p : sorted_files(dir, prefix)) {
+    std::string ext = p.extension().string();
+    if (ext != ".pb" && ext != ".npy") continue;
+    if (!out.empty() && out.back().stem() == p.stem())
+      KILN_THROW() << dir.filename().string() << " has both " << out.back().filename().string() << " and "
+                   << p.filename().string();
+    out.push_back(p);
+  }
   return out;
 }
 
@@ -82,13 +99,13 @@ struct DataSet {
 };
 
 DataSet read_data_set(const fs::path& dir, const std::vector<std::string>& input_names) {
-  DataSet d{dir, {}, sorted_files(dir, "output_")};
-  std::vector<fs::path> ins = sorted_files(dir, "input_");
-  // input_N.pb is the N-th graph input that is not an initializer (the ONNX test layout).
+  DataSet d{dir, {}, tensor_files(dir, "output_")};
+  std::vector<fs::path> ins = tensor_files(dir, "input_");
+  // input_N.pb (or .npy) is the N-th graph input that is not an initializer (the ONNX test layout).
   KILN_USER_CHECK(ins.size() == input_names.size())
       << dir.filename().string() << " has " << ins.size() << " inputs, the model takes " << input_names.size();
   for (size_t i = 0; i < ins.size(); ++i)
-    d.inputs.emplace(input_names[i], std::make_pair(relay::load_tensor_pb(ins[i].string()).value, ins[i]));
+    d.inputs.emplace(input_names[i], std::make_pair(load_tensor_file(ins[i].string()), ins[i]));
   return d;
 }
 
@@ -161,12 +178,19 @@ void compare_sets(Loaded& loaded, const std::vector<const DataSet*>& sets,
     KILN_USER_CHECK(static_cast<int>(set->outputs.size()) == loaded.num_outputs())
         << set->dir.filename().string() << " has " << set->outputs.size() << " outputs, the model gives "
         << loaded.num_outputs();
-    for (const auto& [name, value] : set->inputs)
-      if (!bound.count(name)) loaded.set_input(name, value.first);
+    for (const auto& [name, value] : set->inputs) {
+      if (bound.count(name)) continue;
+      // The runtime's message names the input and the shapes; this names the file too.
+      try {
+        loaded.set_input(name, value.first);
+      } catch (const Error& e) {
+        throw Error(set->dir.filename().string() + "/" + value.second.filename().string() + ": " + e.what());
+      }
+    }
     loaded.run();
     for (size_t i = 0; i < set->outputs.size(); ++i) {
       std::string why;
-      double r = worst_ratio(loaded.output(static_cast<int>(i)), relay::load_tensor_pb(set->outputs[i].string()).value,
+      double r = worst_ratio(loaded.output(static_cast<int>(i)), load_tensor_file(set->outputs[i].string()),
                              rtol, atol, &why);
       if (r > *worst || worst_why->empty()) {
         *worst = std::max(*worst, r);

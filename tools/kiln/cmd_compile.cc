@@ -1,19 +1,34 @@
-// kiln compile MODEL.onnx -o OUT.so [--target T] [--dump-ir STAGE] [--tuning-log LOG] [--bind NAME=FILE.pb]
-//              [--input-shape NAME=D0,D1,...] [--save-device-code DIR]
+// kiln compile MODEL.onnx -o OUT.so [--target T] [--dump-ir STAGE] [--dump-dot STAGE FILE ...]
+//              [--dot-profile PROFILE.json] [--tuning-log LOG] [--bind NAME=FILE] [--input-shape NAME=D0,D1,...]
+//              [--save-device-code DIR]
+#include <filesystem>
 #include <iostream>
 
 #include "bind.h"
 #include "commands.h"
+#include "graph_pictures.h"
 #include "kiln/autotune/apply_log.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/frontend/onnx.h"
 
 namespace kiln::cli {
+namespace {
+
+// What the pictures call the model: its file's stem, or its folder's name for the test-case
+// layout's model.onnx ("tiny_cnn").
+std::string model_title(const std::string& model) {
+  std::filesystem::path p = std::filesystem::absolute(model).lexically_normal();
+  return p.stem() == "model" && p.has_parent_path() ? p.parent_path().filename().string() : p.stem().string();
+}
+
+}  // namespace
 
 void add_compile(CLI::App& app, int* status) {
   struct Args {
     std::string model, out, target = "llvm", dump_ir, tuning_log, device_code;
     std::vector<std::string> bind, input_shapes;
+    std::vector<std::pair<std::string, std::string>> dump_dot;
+    std::string dot_profile;
     bool no_winograd = false;
     bool no_int8 = false;
     std::string precision = "fp32";
@@ -25,8 +40,13 @@ void add_compile(CLI::App& app, int* status) {
   c->add_option("-o,--output", args->out, "the shared library to write")->required();
   c->add_option("--target", args->target, "code generation target (llvm: this CPU; llvm -mcpu=... -mattr=...)");
   c->add_option("--dump-ir", args->dump_ir, "print the graph after this pass (or 'all') to stderr");
+  c->add_option("--dump-dot", args->dump_dot,
+                "STAGE FILE: write the graph after graph pass STAGE as Graphviz DOT (fuse_ops: kernels as clusters); "
+                "repeatable");
+  c->add_option("--dot-profile", args->dot_profile,
+                "PROFILE.json (kiln bench --profile-json): add each kernel's share of the time to the fuse_ops picture");
   c->add_option("--tuning-log", args->tuning_log, "apply the best schedules of this autotuning log");
-  c->add_option("--bind", args->bind, "NAME=FILE.pb: graph input NAME becomes this constant (static shapes)")
+  c->add_option("--bind", args->bind, "NAME=FILE (.pb or .npy): graph input NAME becomes this constant (static shapes)")
       ->check(name_equals_file());
   add_input_shape_option(c, &args->input_shapes);
   c->add_option("--save-device-code", args->device_code,
@@ -37,8 +57,11 @@ void add_compile(CLI::App& app, int* status) {
   c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->callback([args, status] {
     *status = guarded("compile", [&] {
+      // Before the import: a wrong stage name or profile must not wait for a big model.
+      GraphPictures pictures(args->dump_dot, args->dot_profile, model_title(args->model));
       relay::Module m = import_for_compile(args->model, args->bind, args->input_shapes);
       CompileOptions opts;
+      if (!args->dump_dot.empty()) opts.on_graph = std::ref(pictures);
       opts.target = Target::parse(args->target);
       opts.dump_ir_stage = args->dump_ir;
       std::optional<autotune::LogSchedules> log;
@@ -50,6 +73,7 @@ void add_compile(CLI::App& app, int* status) {
       KILN_USER_CHECK(args->device_code.empty() || opts.target.is_gpu())
           << "--save-device-code needs a cuda or opencl target (this one is '" << args->target << "')";
       CompiledModel compiled = compile(m, opts);
+      pictures.check_all_written();
       for (const std::string& note : compiled.notes) std::cerr << "note: " << note << "\n";
       if (!args->device_code.empty()) {
         std::vector<std::string> files = codegen::write_device_code(*compiled.device, args->device_code);

@@ -17,7 +17,7 @@
 #include "kiln/support/error.h"
 #include "kiln/support/subprocess.h"
 #include "module_io.h"
-#include "npy.h"
+#include "tensor_file.h"
 
 
 namespace kiln::cli {
@@ -86,20 +86,9 @@ struct ScratchDir {
   }
 };
 
+// kiln-runner reads and writes .npy files only; the message says so when a dtype has none.
 void write_npy(const std::string& path, const std::string& input, const relay::HostTensor& t) {
-  npy::Array a;
-  a.dtype = to_dl(t.dtype());
-  KILN_USER_CHECK(!npy::descr_of(a.dtype).empty())
-      << "input '" << input << "' is " << t.dtype().str() << ", which a .npy file cannot hold (kiln-runner reads .npy)";
-  a.shape.assign(t.shape().begin(), t.shape().end());
-  a.data.assign(t.data(), t.data() + t.nbytes());
-  npy::write(path, a);
-}
-
-relay::HostTensor read_npy(const std::string& path) {
-  npy::Array a = npy::read(path);
-  relay::Shape shape(a.shape.begin(), a.shape.end());
-  return relay::HostTensor(from_dl(a.dtype), shape, std::move(a.data));
+  npy::write(path, to_npy(t, "input '" + input + "' (kiln-runner reads .npy)"));
 }
 
 void check_runner_arch(const std::string& runner, const std::string& arch) {
@@ -218,7 +207,7 @@ void RunnerModule::run() {
   for (const std::string& name : output_names_) {
     std::string file = out_dir + "/" + name + ".npy";
     KILN_USER_CHECK(fs::exists(file)) << cmd_.description << " wrote no output '" << name << "' (" << file << ")";
-    outputs_.push_back(read_npy(file));
+    outputs_.push_back(from_npy(npy::read(file)));
   }
 }
 
@@ -228,7 +217,7 @@ relay::HostTensor RunnerModule::output(int i) const {
 }
 
 void run_with_runner(const RunnerCommand& cmd, const std::string& module, const std::vector<RunnerInput>& inputs,
-                     const std::string& output_dir) {
+                     const std::string& output_dir, TensorFormat format) {
   ScratchDir dir;
   std::vector<std::string> argv = runner_argv(cmd, module);
   std::vector<std::pair<std::string, std::string>> renames;  // scratch file -> the user's
@@ -253,9 +242,8 @@ void run_with_runner(const RunnerCommand& cmd, const std::string& module, const 
     size_t at = line.rfind(marker);
     if (at == std::string::npos || line.size() < at + marker.size() + 4) continue;
     std::string name = line.substr(at + marker.size(), line.size() - at - marker.size() - 4);
-    relay::HostTensor out = read_npy(out_dir + "/" + name + ".npy");
-    std::string path = (fs::path(output_dir) / (name + ".pb")).string();
-    relay::save_tensor_pb(path, out, name);
+    relay::HostTensor out = from_npy(npy::read(out_dir + "/" + name + ".npy"));
+    std::string path = save_tensor_file(output_dir, name, out, format, "output '" + name + "'");
     std::cout << name << ": " << out.str(8) << " -> " << path << "\n";
   }
 }

@@ -10,6 +10,7 @@
 
 #include "kiln/target/target.h"
 #include "kiln/relay/host_tensor.h"
+#include "tensor_file.h"
 
 namespace kiln::cli {
 
@@ -60,14 +61,14 @@ class RunnerModule {
 };
 
 // `kiln run` of a module for another architecture: runs it under the runner with the inputs
-// (name, value, file), writes each output as output_dir/<name>.pb and prints a line for each, as
-// `kiln run` does in process.
+// (name, value, file), writes each output as output_dir/<name>.pb or .npy (`format`) and prints a
+// line for each, as `kiln run` does in process.
 struct RunnerInput {
   std::string name;
   relay::HostTensor value;
   std::string source;  // the file the user named, for messages in place of the scratch .npy
 };
 void run_with_runner(const RunnerCommand& cmd, const std::string& module, const std::vector<RunnerInput>& inputs,
-                     const std::string& output_dir);
+                     const std::string& output_dir, TensorFormat format);
 
 }  // namespace kiln::cli

@@ -1,5 +1,6 @@
 // NumPy .npy files (format versions 1.0-3.0): what kiln-runner reads its inputs from and writes
-// its outputs to, and what `kiln check` exchanges with a runner under emulation. Little-endian,
+// its outputs to, what `kiln check` exchanges with a runner under emulation, and a tensor file
+// format of `kiln run` / `kiln check` / `--bind` (tools/kiln/tensor_file.h). Little-endian,
 // C order only; dtypes by their DLPack type. Depends on nothing but the standard library and
 // dlpack.h, so it builds with the runtime alone.
 #pragma once
