@@ -10,6 +10,7 @@ PACKAGES=(
   libxgboost-dev nlohmann-json3-dev libfmt-dev catch2
   libonnx-dev libprotobuf-dev protobuf-compiler
   libdlpack-dev libcli11-dev libbenchmark-dev libopenblas-dev
+  python3-dev python3-venv python3-pip
 )
 # Optional: the aarch64 cross toolchain and user-mode qemu. With them the default build also
 # cross-builds the runtime and kiln-runner for aarch64, and CTest runs aarch64 modules under

@@ -1,28 +1,21 @@
 // kiln tune MODEL.onnx --log LOG.json [--trials N] [--target T] [--seed S] [--plot OUT.svg]
 //           [--build-jobs J] [--memory-limit-mb M] [--input-shape NAME=D0,D1,...]
 //
-// Extracts the model's distinct tunable kernels (autotune/graph_tasks.h), tunes each for N trials
+// Extracts the model's distinct tunable kernels (autotune/tune_model.h), tunes each for N trials
 // (resumed trials in LOG count), appending every measurement to LOG, prints one line per task
 // and optionally the best-so-far curves as an SVG. `kiln compile --tuning-log LOG` applies it.
 // GPU targets (cuda, opencl) tune alike: each candidate is built (NVRTC for CUDA) and measured
 // on the device by an isolated child that opens the device itself (autotune/gpu_measure.h).
 // A run killed at any point loses only the candidates it was measuring: the same command again
 // resumes from LOG and measures only what is missing.
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <map>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "bind.h"
 #include "commands.h"
-#include "kiln/autotune/gpu_measure.h"
-#include "kiln/autotune/graph_tasks.h"
-#include "kiln/autotune/plot.h"
-#include "kiln/autotune/tuner.h"
+#include "kiln/autotune/tune_model.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/support/error.h"
 
@@ -46,83 +39,30 @@ struct TuneArgs {
 };
 
 int run_tune(const TuneArgs& a) {
-  using namespace autotune;
-  using Clock = std::chrono::steady_clock;
   KILN_USER_CHECK(a.trials >= 1) << "--trials must be at least 1, got " << a.trials;
   KILN_USER_CHECK(a.timeout_s > 0) << "--timeout must be positive";
   KILN_USER_CHECK(a.build_jobs >= 1) << "--build-jobs must be at least 1, got " << a.build_jobs;
   KILN_USER_CHECK(a.memory_limit_mb >= 0) << "--memory-limit-mb must be 0 (no limit) or more, got " << a.memory_limit_mb;
-  // A log that exists must be one (resumed); a missing one is created by the first record.
-  TuningLog existing = read_log_checked(a.log, /*must_exist=*/false);
-  const std::filesystem::path log_dir = std::filesystem::absolute(a.log).parent_path();
-  KILN_USER_CHECK(std::filesystem::is_directory(log_dir)) << "cannot write tuning log '" << a.log << "': no directory '"
-                                                          << log_dir.string() << "'";
-  const Target target = Target::parse(a.target);
-  if (target.is_gpu()) check_gpu_device(target);
-  GraphTaskOptions topts;
-  topts.all_groups = a.all_groups;
-  topts.cold_weights = a.cold_weights;
+  autotune::TuneModelOptions o;
+  o.log = a.log;
+  o.trials = a.trials;
+  o.seed = a.seed;
+  o.timeout_s = a.timeout_s;
+  o.build_jobs = a.build_jobs;
+  o.memory_limit_mb = static_cast<size_t>(a.memory_limit_mb);
+  o.compile.target = Target::parse(a.target);
+  o.compile.winograd = !a.no_winograd;
+  o.compile.int8_kernels = !a.no_int8;
+  o.compile.layout = parse_layout(a.layout);
+  o.tasks.all_groups = a.all_groups;
+  o.tasks.cold_weights = a.cold_weights;
   relay::OnnxImportOptions iopts;
   iopts.input_shapes = read_shape_specs(a.input_shapes);
-  relay::Module m = relay::from_onnx(a.model, iopts);
-  CompileOptions copts;  // the kernels `kiln compile` builds with the same flags and target
-  copts.target = target;
-  copts.winograd = !a.no_winograd;
-  copts.int8_kernels = !a.no_int8;
-  copts.layout = parse_layout(a.layout);
-  std::vector<GraphTask> tasks = extract_tasks(m, copts, topts);
-  int kernels = 0;
-  for (const GraphTask& t : tasks) kernels += t.occurrences;
-  std::cout << fmt::format("{}: {} tuning task{} ({} kernel{}), {} trials each, log {} ({} records)\n", a.model,
-                           tasks.size(), tasks.size() == 1 ? "" : "s", kernels, kernels == 1 ? "" : "s", a.trials, a.log,
-                           existing.records.size());
-  for (size_t i = 0; i < tasks.size(); ++i)
-    std::cout << fmt::format("  task {}: {} x{}: {} ({} configs)\n", i + 1, tasks[i].label, tasks[i].occurrences,
-                             tasks[i].task.workload_key, tasks[i].task.space().size());
-
-  const auto t0 = Clock::now();
-  // Trials still to come: a task stops at its space size (the spaces are often small).
-  std::vector<int> budget;
-  int measured = 0, remaining = 0;
-  for (const GraphTask& t : tasks) {
-    budget.push_back(static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(a.trials), t.task.space().size())));
-    remaining += budget.back();
-  }
-  std::vector<PlotSeries> curves;
-  // One cost model per template (transfer): trained on every measurement of the earlier tasks
-  // of that template, grouped by task, it ranks a new task's candidates from its first batch
-  // instead of guessing at random.
-  std::map<std::string, CostModel> models;
-  std::set<std::string> notes_printed;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    TunerOptions o;
-    o.trials = a.trials;
-    o.log_path = a.log;
-    o.target = target.str();
-    o.seed = a.seed + i;  // each task its own stream, all fixed by --seed
-    o.timeout_s = a.timeout_s;
-    o.build_jobs = a.build_jobs;
-    o.memory_limit_mb = static_cast<size_t>(a.memory_limit_mb);
-    o.measure_default_first = true;  // never record a schedule slower than the default as best
-    TuneResult r = tune(tasks[i].task, o, &models[workload_template(tasks[i].task.workload_key)]);
-    for (const std::string& note : r.notes)  // each task reads the log: a bad line is noted once
-      if (notes_printed.insert(note).second) std::cerr << "note: " << note << "\n";
-    measured += r.trials - r.resumed;
-    remaining -= budget[i];
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    // Time left: this run's mean seconds per measured trial times the trials still to come.
-    const double left = measured > 0 ? elapsed / measured * remaining : 0;
-    std::cout << fmt::format("[{}/{}] {}: {}/{} trials ({} resumed, {} errors{}), best {:.2f} GFLOPS (default {}), {:.1f} s "
-                             "elapsed, about {:.0f} s left\n",
-                             i + 1, tasks.size(), tasks[i].label, r.trials, a.trials, r.resumed, r.errors,
-                             r.stopped_early ? ", stopped early" : r.trials < a.trials ? ", space exhausted" : "",
-                             r.best ? r.best->gflops : 0.0,
-                             r.default_gflops > 0 ? fmt::format("{:.2f}", r.default_gflops) : "not measured", elapsed, left)
-              << std::flush;
-    curves.push_back({fmt::format("task {}: {} x{}", i + 1, tasks[i].label, tasks[i].occurrences), r.best_gflops_curve});
-  }
+  std::vector<autotune::PlotSeries> curves = autotune::tune_model(
+      relay::from_onnx(a.model, iopts), a.model, o, [](const std::string& line) { std::cout << line << std::endl; },
+      [](const std::string& note) { std::cerr << "note: " << note << "\n"; });
   if (!a.plot.empty()) {
-    write_tuning_curves_svg(a.plot, curves, "kiln tune " + std::filesystem::path(a.model).filename().string());
+    autotune::write_tuning_curves_svg(a.plot, curves, "kiln tune " + std::filesystem::path(a.model).filename().string());
     std::cout << "plot: " << a.plot << "\n";
   }
   return kOk;

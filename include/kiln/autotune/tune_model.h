@@ -1,0 +1,38 @@
+// Tuning a whole model: what `kiln tune` and Python's kiln.tune run. Extracts the model's
+// distinct tunable kernels (graph_tasks.h), tunes each for `trials` trials (resumed trials in the
+// log count), appending every measurement to the log, and reports one progress line per task.
+// One cost model per template carries over from task to task (transfer). GPU targets tune alike:
+// candidates are measured on the device by isolated children (gpu_measure.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/autotune/graph_tasks.h"
+#include "kiln/autotune/plot.h"
+#include "kiln/autotune/tuner.h"
+#include "kiln/compiler.h"
+
+namespace kiln::autotune {
+
+struct TuneModelOptions {
+  std::string log;  // JSON lines: resumed when it exists, appended to
+  int trials = 32;  // per task, resumed ones included
+  uint64_t seed = 0;
+  double timeout_s = 10;
+  int build_jobs = default_build_jobs();
+  size_t memory_limit_mb = default_memory_limit_mb();
+  CompileOptions compile;  // the target and the flags of the kernels `kiln compile` will build
+  GraphTaskOptions tasks;
+};
+
+// Tunes `module` (`name` titles the first line, e.g. the model's path). `line` receives each
+// progress line (no newline), `note` each note for the user (a skipped log line, once). Returns
+// each task's best-so-far GFLOPS curve, for write_tuning_curves_svg.
+std::vector<PlotSeries> tune_model(const relay::Module& module, const std::string& name, const TuneModelOptions& options,
+                                   const std::function<void(const std::string&)>& line,
+                                   const std::function<void(const std::string&)>& note);
+
+}  // namespace kiln::autotune
