@@ -61,6 +61,8 @@ std::vector<PlotSeries> tune_model(const relay::Module& module, const std::strin
     t.build_jobs = o.build_jobs;
     t.memory_limit_mb = o.memory_limit_mb;
     t.measure_default_first = true;  // never record a schedule slower than the default as best
+    if (o.on_progress)
+      t.on_progress = [&o, &tasks, i](const TuneProgress& p) { o.on_progress(i, tasks.size(), tasks[i].label, p); };
     TuneResult r = tune(tasks[i].task, t, &models[workload_template(tasks[i].task.workload_key)]);
     for (const std::string& n : r.notes)  // each task reads the log: a bad line is noted once
       if (notes_given.insert(n).second) note(n);

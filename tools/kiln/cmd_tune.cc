@@ -18,6 +18,7 @@
 #include "kiln/autotune/tune_model.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/support/error.h"
+#include "progress_bar.h"
 
 namespace kiln::cli {
 namespace {
@@ -58,8 +59,15 @@ int run_tune(const TuneArgs& a) {
   o.tasks.cold_weights = a.cold_weights;
   relay::OnnxImportOptions iopts;
   iopts.input_shapes = read_shape_specs(a.input_shapes);
+  // On a terminal, a bar redrawn in place between the task lines; elsewhere the lines alone.
+  const bool bar = is_interactive(stdout);
+  if (bar)
+    o.on_progress = [](size_t i, size_t n, const std::string& label, const autotune::TuneProgress& p) {
+      std::cout << "\r\033[K" << progress_bar(i + 1, n, label, p) << std::flush;
+    };
   std::vector<autotune::PlotSeries> curves = autotune::tune_model(
-      relay::from_onnx(a.model, iopts), a.model, o, [](const std::string& line) { std::cout << line << std::endl; },
+      relay::from_onnx(a.model, iopts), a.model, o,
+      [bar](const std::string& line) { std::cout << (bar ? "\r\033[K" : "") << line << std::endl; },
       [](const std::string& note) { std::cerr << "note: " << note << "\n"; });
   if (!a.plot.empty()) {
     autotune::write_tuning_curves_svg(a.plot, curves, "kiln tune " + std::filesystem::path(a.model).filename().string());

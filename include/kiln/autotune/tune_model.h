@@ -26,6 +26,9 @@ struct TuneModelOptions {
   size_t memory_limit_mb = default_memory_limit_mb();
   CompileOptions compile;  // the target and the flags of the kernels `kiln compile` will build
   GraphTaskOptions tasks;
+  // After each batch of a task's measurements: the task's index among `tasks`, its label and its
+  // progress (`kiln tune`'s bar on a terminal).
+  std::function<void(size_t task, size_t tasks, const std::string& label, const TuneProgress&)> on_progress;
 };
 
 // Tunes `module` (`name` titles the first line, e.g. the model's path). `line` receives each
