@@ -22,6 +22,7 @@ OPTIONAL_PACKAGES=(
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   ocl-icd-libopencl1 pocl-opencl-icd
   graphviz
+  libopenmpi-dev openmpi-bin  # `mpirun -np N kiln tune` (MPI found by CMake)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

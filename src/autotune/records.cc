@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -113,10 +114,10 @@ TuningRecord parse_record(const std::string& line) {
   return r;
 }
 
-TuningLog read_log(const std::string& path) {
+namespace {
+
+TuningLog parse_lines(std::istream& f) {
   TuningLog log;
-  std::ifstream f(path);
-  if (!f) return log;
   std::string line;
   for (size_t n = 1; std::getline(f, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -127,6 +128,19 @@ TuningLog read_log(const std::string& path) {
     }
   }
   return log;
+}
+
+}  // namespace
+
+TuningLog read_log(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return {};
+  return parse_lines(f);
+}
+
+TuningLog parse_log(const std::string& text) {
+  std::istringstream f(text);
+  return parse_lines(f);
 }
 
 TuningLog read_log_checked(const std::string& path, bool must_exist) {

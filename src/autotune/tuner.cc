@@ -99,6 +99,7 @@ std::vector<TuningRecord> measure(const Task& task, const ConfigSpace& space, co
     for (; logged < end; ++logged) {
       finalize(task, records[logged]);
       if (!o.log_path.empty()) append_record(o.log_path, records[logged]);
+      if (o.on_record) o.on_record(records[logged]);
     }
   };
   IsolationOptions isolation;
@@ -298,8 +299,8 @@ class Tuner {
   }
 
   void resume() {
-    if (o_.log_path.empty()) return;
-    TuningLog log = read_log(o_.log_path);
+    if (o_.log_path.empty() && !o_.resume_log) return;
+    const TuningLog log = o_.resume_log ? *o_.resume_log : read_log(o_.log_path);
     for (const MalformedLine& m : log.malformed) {
       res_.notes.push_back(fmt::format("{}:{}: skipped: {}", o_.log_path, m.line, m.message));
     }

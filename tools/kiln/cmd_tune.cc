@@ -8,6 +8,8 @@
 // on the device by an isolated child that opens the device itself (autotune/gpu_measure.h).
 // A run killed at any point loses only the candidates it was measuring: the same command again
 // resumes from LOG and measures only what is missing.
+// Under `mpirun -np N` the ranks share the tasks and rank 0 writes LOG (autotune/tune_model.h).
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -60,7 +62,8 @@ int run_tune(const TuneArgs& a) {
   relay::OnnxImportOptions iopts;
   iopts.input_shapes = read_shape_specs(a.input_shapes);
   // On a terminal, a bar redrawn in place between the task lines; elsewhere the lines alone.
-  const bool bar = is_interactive(stdout);
+  // Not under mpirun: Open MPI gives each rank a pseudo-terminal whatever mpirun's own output is.
+  const bool bar = is_interactive(stdout) && !std::getenv("OMPI_COMM_WORLD_SIZE");
   if (bar)
     o.on_progress = [](size_t i, size_t n, const std::string& label, const autotune::TuneProgress& p) {
       std::cout << "\r\033[K" << progress_bar(i + 1, n, label, p) << std::flush;

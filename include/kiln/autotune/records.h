@@ -62,6 +62,8 @@ struct TuningLog {
 // Reads every line; blank lines are ignored, malformed ones reported and skipped. A missing
 // file is an empty log.
 TuningLog read_log(const std::string& path);
+// read_log of a log's content (what rank 0 of an MPI run broadcasts).
+TuningLog parse_log(const std::string& text);
 // read_log for a log the user named: kiln::Error when it is missing (if must_exist) or not
 // readable, or when it has lines and none of them is a record ("'x.txt' is not a tuning log:
 // line 1: not valid JSON"). Malformed lines among records stay in `malformed`.

@@ -3,6 +3,14 @@
 // log count), appending every measurement to the log, and reports one progress line per task.
 // One cost model per template carries over from task to task (transfer). GPU targets tune alike:
 // candidates are measured on the device by isolated children (gpu_measure.h).
+//
+// Under `mpirun -np N` (kiln built with MPI) the tasks are sharded: task i is tuned by rank i % N,
+// on that rank's host, with the seed it has on one machine (so the records do not depend on N).
+// Rank 0 alone reads and writes the log: it broadcasts the log's content at the start (no shared
+// filesystem is assumed), the other ranks send it each record as it is measured and each task's
+// progress line, and it appends and prints them between its own measurements. A rank that dies
+// or fails ends the whole job (mpirun stops the others); the records rank 0 received are in the
+// log, so the same command again resumes, and only the measurements in flight are lost.
 #pragma once
 
 #include <cstdint>

@@ -50,6 +50,12 @@ struct TunerOptions {
   // a limit at or below what the tuner itself holds is refused, since every candidate would fail.
   size_t memory_limit_mb = default_memory_limit_mb();
   std::string log_path;       // appended to, and read first to resume; empty: no log
+  // Resumes from these records instead of reading log_path (not owned): a rank of an MPI run
+  // (tune_model.h) has the log's content from rank 0, not the file.
+  const TuningLog* resume_log = nullptr;
+  // Called with each record once it is final (and appended to log_path, if any): an MPI rank
+  // streams its records to rank 0 with it, and rank 0 writes what the others sent meanwhile.
+  std::function<void(const TuningRecord&)> on_record;
   std::string target = "llvm";
   uint64_t seed = 0;          // overrides explorer.seed
   ExplorerOptions explorer;   // early stopping lives here
