@@ -12,6 +12,7 @@
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
 #include "kiln/support/stage_dump.h"
+#include "kiln/te/count_flops.h"
 
 namespace kiln {
 
@@ -175,6 +176,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
   if (dump.stage() == "all" || std::find(loops.begin(), loops.end(), dump.stage()) != loops.end()) pipeline.dump = dump;
   pipeline.notes = &out.notes;
   std::vector<std::string> names;
+  std::vector<double> flops;
   for (size_t i = 0; i < fused.groups.size(); ++i) {
     const relay::FusedGroup& group = fused.groups[i];
     names.push_back(lower::kernel_name(group, static_cast<int>(i)));
@@ -182,6 +184,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
       // Lowering: the target's strategy, the group's te program, its schedule.
       lower::Strategy strategy = lower::select_strategy(group, options.target, program.strategy_options);
       lower::GroupProgram te_program = lower::group_to_te(group, strategy, &program.prepacked);
+      flops.push_back(te::count_flops(te_program.outputs));
       schedule::Config cfg;
       if (options.schedules) options.schedules->config_for(group, strategy, program.prepacked, &cfg);
       schedule::Schedule s = lower::schedule_group(te_program, group, strategy, options.target, cfg);
@@ -197,7 +200,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
     std::vector<std::string> notes = options.schedules->notes();
     out.notes.insert(out.notes.end(), notes.begin(), notes.end());
   }
-  out.plan = lower::make_graph_plan(fused, memory, names, options.target, &out.weights);
+  out.plan = lower::make_graph_plan(fused, memory, names, flops, options.target, &out.weights);
   if (options.target.is_gpu()) {
     out.device = codegen::build_gpu(out.kernels, options.target);
     out.notes.insert(out.notes.end(), out.device->notes.begin(), out.device->notes.end());

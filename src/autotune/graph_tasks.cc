@@ -7,6 +7,7 @@
 #include "kiln/autotune/gpu_measure.h"
 #include "kiln/codegen/driver.h"
 #include "kiln/support/error.h"
+#include "kiln/te/count_flops.h"
 
 namespace kiln::autotune {
 namespace {
@@ -60,30 +61,6 @@ ConfigSpace group_space(const FusedGroup& g, const lower::GroupProgram& p, const
 }
 
 }  // namespace
-
-double count_flops(const std::vector<te::Tensor>& outputs) {
-  double flops = 0;
-  std::set<const te::OperationNode*> seen;
-  std::vector<te::Operation> todo;
-  for (const te::Tensor& t : outputs) todo.push_back(t.op());
-  while (!todo.empty()) {
-    te::Operation op = todo.back();
-    todo.pop_back();
-    if (!seen.insert(op.get()).second) continue;
-    for (const te::Tensor& t : op.input_tensors()) todo.push_back(t.op());
-    const auto* c = op.as<te::ComputeOpNode>();
-    if (!c) continue;
-    double elems = 1;
-    for (int64_t d : c->shape) elems *= static_cast<double>(d);
-    double terms = 1;
-    for (const ir::IterVar& r : c->reduce_axis) {
-      std::optional<int64_t> ext = ir::as_const_int(r->dom.extent);
-      terms *= ext ? static_cast<double>(*ext) : 1.0;
-    }
-    flops += c->is_reduction() ? 2 * elems * terms : elems;
-  }
-  return flops;
-}
 
 ConfigSpace group_config_space(const FusedGroup& group, const lower::Strategy& strategy,
                                const PrepackedWeights& prepacked, const Target& target) {
@@ -158,7 +135,7 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
   Task task;
   task.name = strategy.template_name;
   task.workload_key = key_of(group, st->prepacked, task.name);
-  task.flops = count_flops(p.outputs);
+  task.flops = te::count_flops(p.outputs);
   task.make = [st](Config& cfg) {
     Program prog;
     prog.func = st->build_func(&cfg);

@@ -25,6 +25,8 @@ void add_device_launches(runtime::GraphPlan* plan, const std::vector<ir::DeviceP
       buffers.push_back(static_cast<int>(plan->entries.size()));
       plan->entries.push_back(e);
     }
+    // A group split over several launches has no cost per launch: the plan then carries none.
+    if (p.launches.size() > 1) plan->has_costs = false;
     for (size_t k = 0; k < p.launches.size(); ++k) {
       const ir::KernelLaunch& l = p.launches[k];
       runtime::GraphNode node;
@@ -38,6 +40,8 @@ void add_device_launches(runtime::GraphPlan* plan, const std::vector<ir::DeviceP
         node.launch.block[i] = static_cast<uint32_t>(l.block[i]);
       }
       node.launch.dynamic_shared_bytes = static_cast<uint32_t>(l.dynamic_shared_bytes);
+      node.flops = group.flops;
+      node.bytes = group.bytes;
       nodes.push_back(std::move(node));
     }
   }

@@ -11,6 +11,12 @@ using namespace relay;  // NOLINT(google-build-using-namespace)
 
 namespace {
 constexpr size_t kWeightAlignment = 64;  // kernels assume 64-byte aligned arguments (codegen/build.h)
+
+int64_t entry_bytes(const runtime::GraphEntry& e) {
+  int64_t n = (e.dtype.bits + 7) / 8 * e.dtype.lanes;  // bool: one byte
+  for (int64_t d : e.shape) n *= d;
+  return n;
+}
 }
 
 DLDataType to_dlpack(DataType t) {
@@ -28,14 +34,16 @@ DLDataType to_dlpack(DataType t) {
 }
 
 runtime::GraphPlan make_graph_plan(const FusedModule& m, const MemoryPlan& memory,
-                                   const std::vector<std::string>& kernel_names, const Target& target,
-                                   std::vector<uint8_t>* weights) {
-  KILN_CHECK(kernel_names.size() == m.groups.size())
-      << kernel_names.size() << " kernel names for " << m.groups.size() << " groups";
+                                   const std::vector<std::string>& kernel_names, const std::vector<double>& flops,
+                                   const Target& target, std::vector<uint8_t>* weights) {
+  KILN_CHECK(kernel_names.size() == m.groups.size() && flops.size() == m.groups.size())
+      << kernel_names.size() << " kernel names and " << flops.size() << " FLOP counts for " << m.groups.size()
+      << " groups";
   runtime::GraphPlan plan;
   plan.kiln_version = KILN_VERSION_STRING;
   plan.target = target.str();
   plan.storage_bytes = memory.storage_bytes;
+  plan.has_costs = true;
   weights->clear();
   for (const MemoryPlan::Entry& e : memory.entries) {
     runtime::GraphEntry ge;
@@ -61,6 +69,8 @@ runtime::GraphPlan make_graph_plan(const FusedModule& m, const MemoryPlan& memor
     n.label = grp.label();
     for (const Expr& in : grp.inputs) n.args.push_back(memory.entry_of(in));
     for (int e : memory.entries_of.at(grp.root.get())) n.args.push_back(e);
+    n.flops = flops[g];
+    for (int e : n.args) n.bytes += entry_bytes(plan.entries[e]);
     plan.nodes.push_back(std::move(n));
   }
   std::vector<std::string> in_names = m.module.input_names();

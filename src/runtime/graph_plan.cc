@@ -115,7 +115,10 @@ std::string encode_plan(const GraphPlan& plan) {
   Writer w;
   const bool device = plan.device_type != kDLCPU;
   for (char c : kMagic) w.put<char>(c);
-  w.put<uint32_t>(device ? kDevicePlanFormatVersion : kPlanFormatVersion);
+  if (plan.has_costs)
+    w.put<uint32_t>(device ? kDeviceCostPlanFormatVersion : kCostPlanFormatVersion);
+  else
+    w.put<uint32_t>(device ? kDevicePlanFormatVersion : kPlanFormatVersion);
   w.put_str(plan.kiln_version);
   w.put_str(plan.target);
   if (device) w.put<int32_t>(plan.device_type);
@@ -141,10 +144,14 @@ std::string encode_plan(const GraphPlan& plan) {
     w.put_str(n.label);
     w.put<uint32_t>(static_cast<uint32_t>(n.args.size()));
     for (int a : n.args) w.put<int32_t>(a);
-    if (!device) continue;
-    for (uint32_t v : n.launch.grid) w.put<uint32_t>(v);
-    for (uint32_t v : n.launch.block) w.put<uint32_t>(v);
-    w.put<uint32_t>(n.launch.dynamic_shared_bytes);
+    if (device) {
+      for (uint32_t v : n.launch.grid) w.put<uint32_t>(v);
+      for (uint32_t v : n.launch.block) w.put<uint32_t>(v);
+      w.put<uint32_t>(n.launch.dynamic_shared_bytes);
+    }
+    if (!plan.has_costs) continue;
+    w.put<double>(n.flops);
+    w.put<int64_t>(n.bytes);
   }
   encode_io(w, plan.inputs);
   encode_io(w, plan.outputs);
@@ -157,11 +164,12 @@ GraphPlan decode_plan(const void* data, size_t size) {
   for (char& c : magic) c = r.get<char>("the header");
   if (std::memcmp(magic, kMagic, 4) != 0) Reader::bad("not a kiln graph plan (no KPLN header)");
   uint32_t version = r.get<uint32_t>("the format version");
-  if (version != kPlanFormatVersion && version != kDevicePlanFormatVersion)
+  if (version < kPlanFormatVersion || version > kDeviceCostPlanFormatVersion)
     Reader::bad("format version " + std::to_string(version) + " is not supported (this runtime reads " +
-                std::to_string(kPlanFormatVersion) + " and " + std::to_string(kDevicePlanFormatVersion) + ")");
-  const bool device = version == kDevicePlanFormatVersion;
+                std::to_string(kPlanFormatVersion) + " to " + std::to_string(kDeviceCostPlanFormatVersion) + ")");
+  const bool device = version == kDevicePlanFormatVersion || version == kDeviceCostPlanFormatVersion;
   GraphPlan plan;
+  plan.has_costs = version >= kCostPlanFormatVersion;
   plan.kiln_version = r.get_str("kiln_version");
   plan.target = r.get_str("target");
   if (device) {
@@ -193,10 +201,15 @@ GraphPlan decode_plan(const void* data, size_t size) {
     n.label = r.get_str("a node's label");
     n.args.resize(r.get_count("a node's arguments", 4));
     for (int& a : n.args) a = r.get<int32_t>("a node's arguments");
-    if (!device) continue;
-    for (uint32_t& v : n.launch.grid) v = r.get<uint32_t>("a node's launch");
-    for (uint32_t& v : n.launch.block) v = r.get<uint32_t>("a node's launch");
-    n.launch.dynamic_shared_bytes = r.get<uint32_t>("a node's launch");
+    if (device) {
+      for (uint32_t& v : n.launch.grid) v = r.get<uint32_t>("a node's launch");
+      for (uint32_t& v : n.launch.block) v = r.get<uint32_t>("a node's launch");
+      n.launch.dynamic_shared_bytes = r.get<uint32_t>("a node's launch");
+    }
+    if (!plan.has_costs) continue;
+    n.flops = r.get<double>("a node's cost");
+    n.bytes = r.get<int64_t>("a node's cost");
+    if (!(n.flops >= 0) || n.bytes < 0) Reader::bad("node '" + n.kernel + "' has a negative cost");
   }
   plan.inputs = decode_io(r, "inputs");
   plan.outputs = decode_io(r, "outputs");

@@ -16,15 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-// Writes `text` to `path`; `what` (the option) heads the message when it cannot.
-void write_text(const std::string& path, const std::string& text, const std::string& what) {
-  std::ofstream out(path, std::ios::trunc);
-  KILN_USER_CHECK(out) << what << ": cannot write '" << path << "': " << std::strerror(errno);
-  out << text;
-  out.close();
-  KILN_USER_CHECK(out) << what << ": cannot write '" << path << "'";
-}
-
 // Median ms per kernel name; the nodes of one kernel (GPU launches) add up.
 std::map<std::string, double> read_profile(const std::string& path) {
   std::ifstream in(path);
@@ -118,6 +109,14 @@ void write_profile_json(const std::string& path, const std::string& module, int 
   }
   json j = {{"module", module}, {"threads", threads}, {"runs", runs}, {"total_ms", total}, {"kernels", list}};
   write_text(path, j.dump(1) + "\n", "--profile-json");
+}
+
+void write_text(const std::string& path, const std::string& text, const std::string& what) {
+  std::ofstream out(path, std::ios::trunc);
+  KILN_USER_CHECK(out) << what << ": cannot write '" << path << "': " << std::strerror(errno);
+  out << text;
+  out.close();
+  KILN_USER_CHECK(out) << what << ": cannot write '" << path << "'";
 }
 
 }  // namespace kiln::cli

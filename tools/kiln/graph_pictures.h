@@ -43,4 +43,7 @@ struct KernelTime {
 void write_profile_json(const std::string& path, const std::string& module, int threads, int runs,
                         const std::vector<KernelTime>& kernels);
 
+// Writes `text` to `path`; kiln::Error headed by `what` (the option) when it cannot.
+void write_text(const std::string& path, const std::string& text, const std::string& what);
+
 }  // namespace kiln::cli

@@ -83,9 +83,4 @@ ConfigSpace group_config_space(const relay::FusedGroup& group, const lower::Stra
 Task group_task(const relay::FusedGroup& group, const lower::Strategy& strategy, const lower::PrepackedWeights& prepacked,
                 const Target& target, const GraphTaskOptions& options = {});
 
-// Floating-point operations of one run of a te program, the convention GFLOPS figures use: 2 per
-// term of every reduction (a multiply-add; max/min reductions counted alike) and 1 per element
-// of every other compute stage.
-double count_flops(const std::vector<te::Tensor>& outputs);
-
 }  // namespace kiln::autotune

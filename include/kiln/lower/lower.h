@@ -8,7 +8,7 @@
 //     GroupProgram p = group_to_te(g, st, &packed);
 //     schedule::Schedule s = schedule_group(p, g, st, target, cfg);  // cfg: defaults or tuned
 //     ir::PrimFunc k = codegen::lower_to_ir(s, p.args(), kernel_name(g, i));
-//   GraphPlan plan = make_graph_plan(fused, memory, names, target, &weights);
+//   GraphPlan plan = make_graph_plan(fused, memory, names, flops, target, &weights);
 //
 // A kernel's parameters are the group's inputs (FusedGroup::inputs order) then its outputs (one
 // per field of a tuple-typed root); the plan node of the group lists the same entries.
@@ -75,10 +75,11 @@ std::string kernel_name(const relay::FusedGroup& group, int index);
 // The plan the runtime executes: entries from `memory` (constants packed into `weights` at
 // 64-byte aligned offsets), one node per group calling `kernel_names[i]`, inputs and outputs by
 // the module's names, the kiln version, `target` (its full spec), and the weights' size and
-// FNV-1a checksum.
+// FNV-1a checksum. Each node's cost: `flops[i]` (te::count_flops of group i's program) and the
+// bytes of its arguments, each read or written once.
 runtime::GraphPlan make_graph_plan(const relay::FusedModule& module, const relay::MemoryPlan& memory,
-                                   const std::vector<std::string>& kernel_names, const Target& target,
-                                   std::vector<uint8_t>* weights);
+                                   const std::vector<std::string>& kernel_names, const std::vector<double>& flops,
+                                   const Target& target, std::vector<uint8_t>* weights);
 
 // The DLPack type of a graph dtype (bool: {kDLUInt, 1, 1}, one byte per element).
 DLDataType to_dlpack(relay::DataType dtype);

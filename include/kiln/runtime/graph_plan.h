@@ -37,6 +37,11 @@ struct GraphNode {
   std::vector<int> args;     // entry ids, in the kernel's parameter order
   std::string label;         // what the node computes, for profiles and errors ("conv2d+add+relu")
   LaunchDims launch;         // device plans only
+  // The node's cost, for kiln bench --roofline (plans with has_costs only): floating-point
+  // operations (te::count_flops) and the minimum bytes moved, every argument read or written
+  // once (caches and re-reads make the real traffic larger).
+  double flops = 0;
+  int64_t bytes = 0;
 };
 
 struct GraphIO {
@@ -57,6 +62,7 @@ struct GraphPlan {
   std::vector<GraphIO> outputs;
   int64_t weights_bytes = 0;
   uint64_t weights_checksum = 0;  // FNV-1a 64 of the weights blob
+  bool has_costs = false;         // nodes carry flops and bytes (modules of kiln 0.x with plan format >= 3)
 };
 
 // The binary form a module carries (little-endian): "KPLN", u32 format version, then
@@ -68,8 +74,13 @@ struct GraphPlan {
 // Version 2, written for device plans only (CPU plans stay version 1 byte for byte): an i32
 // device_type after target, and after each node's arguments its launch (u32 grid[3],
 // block[3], dynamic_shared_bytes).
+// Versions 3 (CPU) and 4 (device) are 1 and 2 with each node's cost last (f64 flops, i64
+// bytes): what the compiler writes now; plans without costs keep their old version, and every
+// version stays readable.
 constexpr uint32_t kPlanFormatVersion = 1;
 constexpr uint32_t kDevicePlanFormatVersion = 2;
+constexpr uint32_t kCostPlanFormatVersion = 3;
+constexpr uint32_t kDeviceCostPlanFormatVersion = 4;
 std::string encode_plan(const GraphPlan& plan);
 // The inverse: throws kiln::Error naming what it could not read (truncation, a bad header or
 // version, an impossible count, an unknown dtype, trailing bytes). It checks the encoding only;
