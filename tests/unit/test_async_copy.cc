@@ -229,15 +229,7 @@ TEST_CASE("async copies: the default fp32 GEMM for sm_80 and sm_90 issues cp.asy
         WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
         continue;
       }
-      // The target's own sm alone: its cubin (ptxas assembled the PTX) and its PTX.
-      codegen::GpuBuildOptions own;
-      own.image_sms = {t.gpu.sm};
-      codegen::GpuModule mod = codegen::build_gpu({f}, t, own);
-      REQUIRE(mod.images.size() == 2);
-      CHECK(mod.images[0].sm == t.gpu.sm);
-      CHECK(!mod.images[0].ptx);
-      CHECK(!mod.images[0].bytes.empty());
-      REQUIRE(mod.images[1].ptx);
+      const codegen::GpuModule mod = test::build_own_sm({f}, t);
       const std::string ptx = mod.images[1].bytes;
       CHECK_THAT(ptx, Contains(".target sm_" + std::to_string(t.gpu.sm)));
       // All of it reaches the PTX; NVVM may unroll the K loop once more (the unrolled K slice

@@ -125,12 +125,7 @@ TEST_CASE("tensor cores: the default float16 and bfloat16 GEMMs on sm_80 and sm_
         WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
         continue;
       }
-      codegen::GpuBuildOptions own;
-      own.image_sms = {t.gpu.sm};
-      const codegen::GpuModule mod = codegen::build_gpu({f}, t, own);
-      REQUIRE(mod.images.size() == 2);  // the sm's cubin (ptxas assembled the PTX) and its PTX
-      CHECK(!mod.images[0].ptx);
-      CHECK(!mod.images[0].bytes.empty());
+      const codegen::GpuModule mod = test::build_own_sm({f}, t);
       const std::string ptx = mod.images[1].bytes;
       CHECK(test::occurrences(ptx, mma) == 16);
       CHECK(test::occurrences(ptx, "cp.async.cg.shared.global") >= 2);

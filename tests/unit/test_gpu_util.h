@@ -26,6 +26,20 @@ inline int64_t occurrences(const std::string& text, const std::string& what) {
   return c;
 }
 
+// `funcs` built through NVRTC for the target's own sm alone: its cubin (ptxas assembled the PTX:
+// registers, shared memory and spills in the module's notes) and its PTX, images[1].
+inline codegen::GpuModule build_own_sm(const std::vector<ir::PrimFunc>& funcs, const Target& t) {
+  codegen::GpuBuildOptions own;
+  own.image_sms = {t.gpu.sm};
+  codegen::GpuModule mod = codegen::build_gpu(funcs, t, own);
+  REQUIRE(mod.images.size() == 2);
+  CHECK(mod.images[0].sm == t.gpu.sm);
+  CHECK(!mod.images[0].ptx);
+  CHECK(!mod.images[0].bytes.empty());
+  REQUIRE(mod.images[1].ptx);
+  return mod;
+}
+
 // The OpenCL device, opened once; null (and `why` set) when this machine has none. PoCL's
 // kernel cache ($POCL_CACHE_DIR) is not safe for processes sharing it (pocl/pocl#1480), and
 // CTest runs test cases as concurrent processes: each test case gets a folder of its own.

@@ -80,6 +80,20 @@ ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, bool db, const Target& t,
   return codegen::lower_to_ir(s, {x, w, y}, "dense");
 }
 
+// Outputs of the m x n dense x . w^T (k deep) off a double-precision reference by more than
+// 1e-4 of 1 + |reference|.
+int64_t dense_errors(const float* out, const std::vector<float>& xv, const std::vector<float>& wv, int64_t m,
+                     int64_t n, int64_t k) {
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t q = 0; q < k; ++q) acc += double(xv[i * k + q]) * wv[j * k + q];
+      wrong += !(std::abs(out[i * n + j] - acc) <= 1e-4 * (1 + std::abs(acc)));
+    }
+  return wrong;
+}
+
 }  // namespace
 
 TEST_CASE("inject_double_buffer: before and after on a tiled sum", "[ir][gpu]") {
@@ -203,15 +217,7 @@ TEST_CASE("double_buffer: the matmul template on the OpenCL device, race-checked
       test::run_on_device(*dev, mod, args, 0, race_check ? &races : nullptr);
       CHECK(races.count == 0);
       CHECK(races.first == "");
-      const float* out = args[2].data<float>();
-      int64_t wrong = 0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double acc = 0;
-          for (int64_t q = 0; q < k; ++q) acc += double(xv[i * k + q]) * wv[j * k + q];
-          wrong += !(std::abs(out[i * n + j] - acc) <= 1e-4 * (1 + std::abs(acc)));
-        }
-      CHECK(wrong == 0);
+      CHECK(dense_errors(args[2].data<float>(), xv, wv, m, n, k) == 0);
     }
   }
 }
@@ -237,15 +243,7 @@ TEST_CASE("pad_rows: padded shared tiles, double-buffered, on the OpenCL device"
                                  NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
                                  NDArray::zeros({m, n}, runtime::dtype_f32())};
     test::run_on_device(*dev, mod, args, 0, nullptr);
-    const float* out = args[2].data<float>();
-    int64_t wrong = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t q = 0; q < k; ++q) acc += double(xv[i * k + q]) * wv[j * k + q];
-        wrong += !(std::abs(out[i * n + j] - acc) <= 1e-4 * (1 + std::abs(acc)));
-      }
-    CHECK(wrong == 0);
+    CHECK(dense_errors(args[2].data<float>(), xv, wv, m, n, k) == 0);
   }
 }
 
