@@ -90,29 +90,28 @@ Module::~Module() {
   if (temporary_) std::filesystem::remove_all(std::filesystem::path(path_).parent_path(), ignored);
 }
 
-nb::list Module::input_info() const {
+namespace {
+
+// The (name, shape, dtype) of each of a module's inputs or outputs, by the C API's count and
+// info functions for one side.
+nb::list tensor_infos(const kiln_module* mod, kiln_status (*count)(const kiln_module*, int32_t*),
+                      kiln_status (*info_of)(const kiln_module*, int32_t, kiln_tensor_info*)) {
   int32_t n = 0;
-  check(kiln_module_num_inputs(mod_, &n));
+  check(count(mod, &n));
   nb::list infos;
   for (int32_t i = 0; i < n; ++i) {
     kiln_tensor_info info{};
-    check(kiln_module_input_info(mod_, i, &info));
+    check(info_of(mod, i, &info));
     infos.append(info_tuple(info));
   }
   return infos;
 }
 
-nb::list Module::output_info() const {
-  int32_t n = 0;
-  check(kiln_module_num_outputs(mod_, &n));
-  nb::list infos;
-  for (int32_t i = 0; i < n; ++i) {
-    kiln_tensor_info info{};
-    check(kiln_module_output_info(mod_, i, &info));
-    infos.append(info_tuple(info));
-  }
-  return infos;
-}
+}  // namespace
+
+nb::list Module::input_info() const { return tensor_infos(mod_, kiln_module_num_inputs, kiln_module_input_info); }
+
+nb::list Module::output_info() const { return tensor_infos(mod_, kiln_module_num_outputs, kiln_module_output_info); }
 
 nb::list Module::run(const std::vector<std::pair<std::string, nb::object>>& inputs) {
   // The lock is taken without the GIL: a thread holding it takes the GIL back after its run.
