@@ -106,9 +106,11 @@ std::vector<PlotSeries> tune_ranks(const mpi::Ranks& ranks, const relay::Module&
 
   const auto t0 = Clock::now();
   // Trials still to come (this rank's): a task stops at its space size (the spaces are often small).
+  auto budget = [&](size_t i) {
+    return static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(o.trials), tasks[i].task.space().size()));
+  };
   int measured = 0, remaining = 0;
-  for (size_t i : mine)
-    remaining += static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(o.trials), tasks[i].task.space().size()));
+  for (size_t i : mine) remaining += budget(i);
   // One cost model per template (transfer): trained on every measurement of the earlier tasks
   // of that template, grouped by task, it ranks a new task's candidates from its first batch
   // instead of guessing at random.
@@ -139,7 +141,7 @@ std::vector<PlotSeries> tune_ranks(const mpi::Ranks& ranks, const relay::Module&
     for (const std::string& n : r.notes)  // each task reads the log: a bad line is noted once
       if (lead && notes_given.insert(n).second) note(n);
     measured += r.trials - r.resumed;
-    remaining -= static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(o.trials), tasks[i].task.space().size()));
+    remaining -= budget(i);
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     // Time left: this run's mean seconds per measured trial times the trials still to come.
     const double left = measured > 0 ? elapsed / measured * remaining : 0;
