@@ -27,6 +27,10 @@ if(KILN_OPENCL_ICD)
                 ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${KILN_CLI_OUT}/tiny_cnn.opencl.so --target opencl
                 --save-device-code ${KILN_CLI_OUT}/tiny_cnn_opencl_code)
   set_tests_properties(cli.save_device_code PROPERTIES FIXTURES_SETUP kiln_opencl_module)
+  # kiln bench --roofline measures CPU ceilings: a device module is refused as one, before timing.
+  kiln_cli_test(roofline.device_module 1 "kiln bench: error: --roofline measures CPU ceilings: .*tiny_cnn.opencl.so is a device module"
+                bench ${KILN_CLI_OUT}/tiny_cnn.opencl.so --roofline)
+  set_tests_properties(roofline.device_module PROPERTIES FIXTURES_REQUIRED kiln_opencl_module)
   # A runtime without its device layer refuses a device module by name.
   kiln_cli_test(cli.run_without_device_library 1 "it runs on OpenCL: the runtime's device layer libkiln_device.so was not found"
                 run ${KILN_CLI_OUT}/tiny_cnn.opencl.so --input input=${CMAKE_SOURCE_DIR}/examples/tiny_cnn/test_data_set_0/input_0.pb

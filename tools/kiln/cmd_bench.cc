@@ -79,12 +79,14 @@ std::vector<double> print_profile(const std::string& path, const autotune::Timer
   return medians;
 }
 
-// Checked before anything is timed: a module from before plan format 3 has no costs.
+// Checked before anything is timed. A device module first: it may carry no costs either (a
+// kernel split over several launches drops them), and compiling it again would not help. Then
+// a module from before plan format 3, which has no costs.
 void check_roofline_module(const runtime::LoadedModule& m) {
+  if (m.plan().device_type != kDLCPU) throw Error("--roofline measures CPU ceilings: " + m.path() + " is a device module");
   if (!m.plan().has_costs)
     throw Error("--roofline needs the per-kernel FLOPs and bytes that modules of this kiln version carry; " +
                 m.path() + " was built by kiln " + m.kiln_version() + " without them: compile it again");
-  if (m.plan().device_type != kDLCPU) throw Error("--roofline measures CPU ceilings: " + m.path() + " is a device module");
 }
 
 void print_roofline(const runtime::GraphPlan& plan, const std::vector<double>& medians, const std::string& svg_path,
