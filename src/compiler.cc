@@ -89,7 +89,7 @@ lower::StrategyOptions CompileOptions::strategy_options() const {
 
 std::vector<std::string> graph_stages() {
   return {"infer_types", "fold_constants", "fold_batch_norm", "convert_to_float16", "realize_integer_ops",
-          "simplify", "eliminate_common_subexpr", "remove_dead", "alter_layout", "fuse_ops"};
+          "simplify", "eliminate_common_subexpr", "combine_parallel", "remove_dead", "alter_layout", "fuse_ops"};
 }
 
 std::vector<std::string> pipeline_stages() {
@@ -119,6 +119,14 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
     m = stage("realize_integer_ops", realize_integer_ops(m));
   m = stage("simplify", simplify(m));
   m = stage("eliminate_common_subexpr", eliminate_common_subexpr(m));
+  FusedProgram out;
+  if (options.combine_branches > 0) {
+    CombineResult c = combine_parallel(m, options.combine_branches);
+    if (c.groups > 0) {
+      m = stage("combine_parallel", c.module);
+      out.notes.push_back("combine_parallel: " + std::to_string(c.groups) + " groups of parallel branches combined");
+    }
+  }
   m = stage("remove_dead", remove_dead(m));
   // 2-d convs in the blocked NCHW[x]c layout, x the target's float lanes, except those the
   // target's strategy computes better in NCHW (Winograd); kept only where the layout transforms
@@ -130,7 +138,6 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   // 50.8, 74.8 -> 63.7; resnet18 (1.27) 24.7 -> 24.0; convnext_tiny (2.03) 94.3 -> 90.7. The one
   // loss measured: densenet121 at 2.83 (before its batch norms after concatenations were folded
   // and blocked) 59 -> 81.
-  FusedProgram out;
   if (options.layout != CompileOptions::Layout::kNCHW) {
     AlterLayoutOptions lo;
     lo.max_block = options.target.lanes(32);

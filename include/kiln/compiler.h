@@ -54,6 +54,9 @@ struct CompileOptions {
   // target's strategy finds it pays (te/ops/nn_winograd.h: fewer multiplies, slightly
   // different rounding); false: all direct.
   bool winograd = true;
+  // Parallel branches on one input combined into one wider conv/dense/matmul when at least this
+  // many share it (relay::combine_parallel); 0: never.
+  int combine_branches = 2;
   // Quantized models' dequantize -> conv/dense computed by int8 kernels on CPU targets
   // (relay::realize_integer_ops); false: in float on the dequantized values.
   bool int8_kernels = true;

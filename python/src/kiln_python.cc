@@ -19,6 +19,7 @@
 #include <variant>
 
 #include "kiln/autotune/apply_log.h"
+#include "kiln/autotune/graph_choices.h"
 #include "kiln/autotune/tune_model.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/frontend/onnx.h"
@@ -72,7 +73,11 @@ std::unique_ptr<Module> compile(const Source& source, const std::string& target,
     opts.target = Target::parse(target);
     std::optional<autotune::LogSchedules> log;
     if (tuning_log) opts.schedules = &log.emplace(*tuning_log, opts.target);
-    CompiledModel compiled = kiln::compile(import_model(path, bytes, shapes), opts);
+    const relay::Module model = import_model(path, bytes, shapes);
+    std::optional<std::string> graph_note;
+    if (tuning_log)
+      graph_note = autotune::apply_logged_graph_choices(autotune::read_log_checked(*tuning_log, true), model, &opts, {});
+    CompiledModel compiled = kiln::compile(model, opts);
     out = temporary_module_path();
     try {
       export_library(compiled, out);
@@ -81,6 +86,7 @@ std::unique_ptr<Module> compile(const Source& source, const std::string& target,
       throw;
     }
     notes = compiled.notes;
+    if (graph_note) notes.insert(notes.begin(), *graph_note);
   }
   return std::make_unique<Module>(out, /*temporary=*/true, notes);
 }

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/autotune/gpu_measure.h"
+#include "kiln/autotune/graph_choices.h"
 #include "kiln/autotune/records.h"
 #include "kiln/support/error.h"
 #include "mpi_ranks.h"
@@ -180,8 +181,23 @@ std::vector<PlotSeries> tune_model(const relay::Module& module, const std::strin
                                    const std::function<void(const std::string&)>& line,
                                    const std::function<void(const std::string&)>& note) {
   const mpi::Ranks ranks = mpi::ranks();
-  if (ranks.size == 1) return tune_ranks(ranks, module, name, o, line, note);
+  if (ranks.size == 1) {
+    if (!o.graph_choices || o.compile.target.is_gpu()) return tune_ranks(ranks, module, name, o, line, note);
+    // The graph first: its kernels are the ones worth tuning.
+    GraphTuneOptions g;
+    g.log = o.log;
+    g.compile = o.compile;
+    g.fixed = o.fixed_graph_choices;
+    (void)read_log_checked(o.log, /*must_exist=*/false);  // a file that is not a log: refused before measuring
+    line(name + ": graph choices (" + graph_workload_key(module) + ")");
+    TuneModelOptions chosen = o;
+    apply_graph_knobs(tune_graph_choices(module, g, line), &chosen.compile);
+    return tune_ranks(ranks, module, name, chosen, line, note);
+  }
   try {
+    if (ranks.rank == 0 && o.graph_choices && !o.compile.target.is_gpu())
+      note("graph choices are not measured under MPI (each rank would time the whole model on its own host): "
+           "run kiln tune once without mpirun for them");
     return tune_ranks(ranks, module, name, o, line, note);
   } catch (const std::exception& e) {
     mpi::abort_job(e.what());

@@ -20,6 +20,7 @@
 #include "bind.h"
 #include "commands.h"
 #include "external_runner.h"
+#include "graph_choice_flags.h"
 #include "kiln/runtime/cpu_features.h"
 #include "kiln/autotune/apply_log.h"
 #include "kiln/compiler.h"
@@ -135,11 +136,14 @@ void compare_sets(Loaded& loaded, const std::vector<const DataSet*>& sets,
 // Inputs in `bound` were compiled in and are not fed.
 void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
               const std::map<std::string, relay::HostTensor>& bound, double rtol, double atol, double* worst,
-              const CompileOptions& compile_options, const std::string& tuning_log,
+              const CompileOptions& compile_options, const std::string& tuning_log, const GraphChoiceFlags& graph,
               const std::optional<RunnerCommand>& runner, std::string* worst_why) {
   CompileOptions copts = compile_options;
   std::optional<autotune::LogSchedules> log;  // one per compile: its notes count this module's kernels
   if (!tuning_log.empty()) copts.schedules = &log.emplace(tuning_log, copts.target);
+  std::vector<std::string> log_notes;
+  graph.apply_log(tuning_log, m, &copts, &log_notes);
+  for (const std::string& note : log_notes) std::cerr << "note: " << note << "\n";
   CompiledModel compiled = compile(m, copts);
   if (log)  // what the log changed is worth seeing; the other notes are compile's business
     for (const std::string& note : compiled.notes)
@@ -201,7 +205,7 @@ void compare_sets(Loaded& loaded, const std::vector<const DataSet*>& sets,
 }
 
 int check_case(const fs::path& dir, double rtol, double atol, const CompileOptions& copts, const std::string& tuning_log,
-               const std::optional<RunnerCommand>& runner, const std::map<std::string, relay::Shape>& given_shapes) {
+               const GraphChoiceFlags& graph, const std::optional<RunnerCommand>& runner, const std::map<std::string, relay::Shape>& given_shapes) {
   fs::path model = dir / "model.onnx";
   KILN_USER_CHECK(fs::exists(model)) << "no model.onnx in '" << dir.string() << "'";
   std::vector<fs::path> set_dirs = sorted_files(dir, "test_data_set_");
@@ -264,7 +268,7 @@ int check_case(const fs::path& dir, double rtol, double atol, const CompileOptio
         std::cout << (i ? ", " : " ") << bound_names[i] << " from " << file_of(sets[first], bound_names[i]);
       std::cout << (group.size() > 1 ? " (" + std::to_string(group.size()) + " data sets)" : "") << "\n";
     }
-    run_sets(m, group, opts.bind, rtol, atol, &worst, copts, tuning_log, runner, &worst_why);
+    run_sets(m, group, opts.bind, rtol, atol, &worst, copts, tuning_log, graph, runner, &worst_why);
   }
   bool pass = worst <= 1.0;
   std::cout << (pass ? "PASS " : "FAIL ") << case_name(dir) << ": worst error " << worst
@@ -280,10 +284,9 @@ void add_check(CLI::App& app, int* status) {
     double rtol = 1e-3, atol = 1e-4;
     std::string tuning_log, target = "llvm", runner;
     std::vector<std::string> input_shapes;
-    bool no_winograd = false;
+    GraphChoiceFlags graph;
     bool no_int8 = false;
     std::string precision = "fp32";
-    std::string layout = "auto";
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("check", "compile a case's model.onnx and compare with its test data");
@@ -297,23 +300,21 @@ void add_check(CLI::App& app, int* status) {
                 "run the module with this kiln-runner (default: in process; for aarch64 on another machine "
                 "<kiln's dir>/../aarch64/bin/kiln-runner under qemu-aarch64)");
   add_input_shape_option(c, &args->input_shapes);
-  c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3))");
+  args->graph.add(c, "compute every conv directly (no Winograd F(2x2,3x3))");
   c->add_flag("--no-int8", args->no_int8, "compute quantized models' convs and dense layers in float on dequantized values, not as int8 kernels");
   c->add_option("--precision", args->precision, "fp32, or fp16: activations and weights stored in float16, sums in float32 (inputs and outputs stay float32)");
-  c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->callback([args, status] {
     *status = guarded("check", [&] {
       CompileOptions copts;
-      copts.winograd = !args->no_winograd;
+      args->graph.apply(&copts);
       copts.int8_kernels = !args->no_int8;
       copts.float16 = parse_precision(args->precision);
-      copts.layout = parse_layout(args->layout);
       copts.target = Target::parse(args->target);
       std::optional<RunnerCommand> runner;
       if (!args->runner.empty() || is_foreign(copts.target))
         runner = find_runner(copts.target.is_gpu() ? runtime::host_cpu_features().arch : triple_arch(copts.target.triple),
                              args->runner);
-      return check_case(args->dir, args->rtol, args->atol, copts, args->tuning_log, runner,
+      return check_case(args->dir, args->rtol, args->atol, copts, args->tuning_log, args->graph, runner,
                         read_shape_specs(args->input_shapes));
     });
   });

@@ -6,6 +6,7 @@
 
 #include "bind.h"
 #include "commands.h"
+#include "graph_choice_flags.h"
 #include "graph_pictures.h"
 #include "kiln/autotune/apply_log.h"
 #include "kiln/compiler.h"
@@ -29,10 +30,9 @@ void add_compile(CLI::App& app, int* status) {
     std::vector<std::string> bind, input_shapes;
     std::vector<std::pair<std::string, std::string>> dump_dot;
     std::string dot_profile;
-    bool no_winograd = false;
+    GraphChoiceFlags graph;
     bool no_int8 = false;
     std::string precision = "fp32";
-    std::string layout = "auto";
   };
   auto args = std::make_shared<Args>();
   CLI::App* c = app.add_subcommand("compile", "compile an ONNX model into one deployable .so");
@@ -51,10 +51,9 @@ void add_compile(CLI::App& app, int* status) {
   add_input_shape_option(c, &args->input_shapes);
   c->add_option("--save-device-code", args->device_code,
                 "DIR: cuda/opencl targets: write each kernel's CUDA C or OpenCL C (and PTX) into DIR");
-  c->add_flag("--no-winograd", args->no_winograd, "compute every conv directly (no Winograd F(2x2,3x3) for 3x3 stride-1 convs)");
+  args->graph.add(c, "compute every conv directly (no Winograd F(2x2,3x3) for 3x3 stride-1 convs)");
   c->add_flag("--no-int8", args->no_int8, "compute quantized models' convs and dense layers in float on dequantized values, not as int8 kernels");
   c->add_option("--precision", args->precision, "fp32, or fp16: activations and weights stored in float16, sums in float32 (inputs and outputs stay float32)");
-  c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->callback([args, status] {
     *status = guarded("compile", [&] {
       // Before the import: a wrong stage name or profile must not wait for a big model.
@@ -66,10 +65,12 @@ void add_compile(CLI::App& app, int* status) {
       opts.dump_ir_stage = args->dump_ir;
       std::optional<autotune::LogSchedules> log;
       if (!args->tuning_log.empty()) opts.schedules = &log.emplace(args->tuning_log, opts.target);
-      opts.winograd = !args->no_winograd;
+      args->graph.apply(&opts);
       opts.int8_kernels = !args->no_int8;
       opts.float16 = parse_precision(args->precision);
-      opts.layout = parse_layout(args->layout);
+      std::vector<std::string> log_notes;
+      args->graph.apply_log(args->tuning_log, m, &opts, &log_notes);
+      for (const std::string& note : log_notes) std::cerr << "note: " << note << "\n";
       KILN_USER_CHECK(args->device_code.empty() || opts.target.is_gpu())
           << "--save-device-code needs a cuda or opencl target (this one is '" << args->target << "')";
       CompiledModel compiled = compile(m, opts);

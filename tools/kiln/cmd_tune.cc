@@ -17,6 +17,7 @@
 
 #include "bind.h"
 #include "commands.h"
+#include "graph_choice_flags.h"
 #include "kiln/autotune/tune_model.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/support/error.h"
@@ -36,9 +37,9 @@ struct TuneArgs {
   int64_t memory_limit_mb = static_cast<int64_t>(autotune::default_memory_limit_mb());
   bool all_groups = false;
   bool cold_weights = false;
-  bool no_winograd = false;
+  GraphChoiceFlags graph;
+  bool no_graph_choices = false;
   bool no_int8 = false;
-  std::string layout = "auto";
 };
 
 int run_tune(const TuneArgs& a) {
@@ -54,9 +55,10 @@ int run_tune(const TuneArgs& a) {
   o.build_jobs = a.build_jobs;
   o.memory_limit_mb = static_cast<size_t>(a.memory_limit_mb);
   o.compile.target = Target::parse(a.target);
-  o.compile.winograd = !a.no_winograd;
+  a.graph.apply(&o.compile);
   o.compile.int8_kernels = !a.no_int8;
-  o.compile.layout = parse_layout(a.layout);
+  o.graph_choices = !a.no_graph_choices;
+  o.fixed_graph_choices = a.graph.given();
   o.tasks.all_groups = a.all_groups;
   o.tasks.cold_weights = a.cold_weights;
   relay::OnnxImportOptions iopts;
@@ -102,9 +104,11 @@ void add_tune(CLI::App& app, int* status) {
                             "MiB; 0: no limit)",
                             args->memory_limit_mb));
   c->add_flag("--all-groups", args->all_groups, "also tune injective and reduction kernels");
-  c->add_flag("--no-winograd", args->no_winograd, "tune the direct convs `kiln compile --no-winograd` builds");
+  args->graph.add(c, "tune the direct convs `kiln compile --no-winograd` builds (and measure no Winograd graph)");
+  c->add_flag("--no-graph-choices", args->no_graph_choices,
+              "tune the kernels of the default graph only: do not first measure the graph-level alternatives (layout, "
+              "Winograd, combined branches) and record the fastest");
   c->add_flag("--no-int8", args->no_int8, "compute quantized models' convs and dense layers in float on dequantized values, not as int8 kernels");
-  c->add_option("--layout", args->layout, "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   c->add_flag("--cold-weights", args->cold_weights,
               "time candidates with the weights moved out of every core's L1/L2 before each call");
   add_input_shape_option(c, &args->input_shapes);

@@ -34,6 +34,11 @@ struct TuneModelOptions {
   size_t memory_limit_mb = default_memory_limit_mb();
   CompileOptions compile;  // the target and the flags of the kernels `kiln compile` will build
   GraphTaskOptions tasks;
+  // CPU targets, one process: first measure the graph-level choices (graph_choices.h), record
+  // them in the log and tune the kernels of the chosen graph. `fixed_graph_choices`: the ones the
+  // user set, not searched.
+  bool graph_choices = true;
+  std::vector<std::string> fixed_graph_choices;
   // After each batch of a task's measurements: the task's index among `tasks`, its label and its
   // progress (`kiln tune`'s bar on a terminal).
   std::function<void(size_t task, size_t tasks, const std::string& label, const TuneProgress&)> on_progress;

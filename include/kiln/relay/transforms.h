@@ -80,6 +80,18 @@ namespace kiln::relay {
 // whole disappears). Params stay, even unused ones: they are the model's interface.
 Module remove_dead(const Module& m);
 
+// Parallel branches that read one input become one wider op, sliced back into the branches
+// (TVM's CombineParallelConv2D/Dense): 2-d convs (groups 1), dense and matmul by a constant 2-d
+// weight, in groups of at least `min_branches` calls of one op with the same data, equal
+// attributes and weights that differ only in output channels, with the epilogue ops every branch
+// shares (bias_add, per-channel add/multiply, unary elementwise). `groups` counts the groups
+// combined (0: the module is returned unchanged).
+struct CombineResult {
+  Module module;
+  int groups = 0;
+};
+CombineResult combine_parallel(const Module& m, int min_branches);
+
 struct AlterLayoutOptions {
   // Largest channel block (x in NCHW[x]c); each tensor gets the largest divisor of its channel
   // count that is at most this.

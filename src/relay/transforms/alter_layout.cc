@@ -4,7 +4,7 @@
 // (`blocked`, with its block size), both made on demand and memoized. A blocked conv (or depthwise
 // conv) produces a blocked value; ops that can run blocked (elementwise ops; broadcasts with
 // per-channel operands or equally shaped ones; channel concatenations; max/avg and global pools)
-// keep it blocked; every other reader asks for the plain value, which creates the one
+// keep it blocked, and so do slices of whole channel blocks; every other reader asks for the plain value, which creates the one
 // layout_transform back. Since transforms are only ever made where a reader needs
 // another layout, conv -> relu -> conv exchanges blocked tensors with no transform in between.
 #include <cstring>
@@ -73,7 +73,7 @@ class LayoutRewriter {
       return;
     }
     if (try_conv(e, c) || try_depthwise(e, c) || try_elementwise(e, c) || try_broadcast(e, c) || try_concat(e, c) ||
-        try_global_pool(e, c) || try_pool(e, c))
+        try_global_pool(e, c) || try_pool(e, c) || try_channel_slice(e, c))
       return;
     plain_[e.get()] = rebuild(e);
   }
@@ -197,6 +197,30 @@ class LayoutRewriter {
     if (b == 0) return false;
     Attrs a = c->attrs;
     a.set_str("layout", blocked_layout(b));
+    blocked_[e.get()] = {make_call(*c->op, {blocked_.at(c->args[0].get()).first}, a, c->name), b};
+    return true;
+  }
+
+  // A slice of whole channel blocks (combine_parallel's branches of a combined conv) slices the
+  // blocks: each branch's reader then transforms only its own channels, fused with the slice,
+  // instead of all branches waiting for one transform of the whole combined output.
+  bool try_channel_slice(const Expr& e, const CallNode* c) {
+    if (c->op_name() != "strided_slice") return false;
+    int64_t b = block_of(c->args[0]);
+    const Shape& in = c->args[0].tensor_type().shape;
+    if (b == 0 || in.size() != 4) return false;
+    const auto& begin = c->attrs.get_ints("begin");
+    const auto& end = c->attrs.get_ints("end");
+    const auto& strides = c->attrs.get_ints("strides");
+    for (size_t i = 0; i < 4; ++i) {
+      bool whole = begin[i] == 0 && end[i] == in[i];
+      if (strides[i] != 1 || (i != 1 && !whole)) return false;
+    }
+    if (begin[1] % b != 0 || end[1] % b != 0) return false;
+    Attrs a;
+    a.set_ints("begin", {0, begin[1] / b, 0, 0, 0})
+        .set_ints("end", {in[0], end[1] / b, in[2], in[3], b})
+        .set_ints("strides", {1, 1, 1, 1, 1});
     blocked_[e.get()] = {make_call(*c->op, {blocked_.at(c->args[0].get()).first}, a, c->name), b};
     return true;
   }
