@@ -87,6 +87,8 @@ void register_index_converters(ConverterTable& t);
 void register_const_converters(ConverterTable& t);
 void register_quantize_converters(ConverterTable& t);
 void register_qlinear_converters(ConverterTable& t);
+void register_attention_converters(ConverterTable& t);
+void register_norm_act_converters(ConverterTable& t);
 const ConverterTable& converters();
 
 // Whether input `index` of an `op_type` node must be known at compile time (a shape, axes,

@@ -201,6 +201,8 @@ const ConverterTable& converters() {
     register_const_converters(t);
     register_quantize_converters(t);
     register_qlinear_converters(t);
+    register_attention_converters(t);
+    register_norm_act_converters(t);
     return t;
   }();
   return table;
