@@ -89,7 +89,7 @@ lower::StrategyOptions CompileOptions::strategy_options() const {
 
 std::vector<std::string> graph_stages() {
   return {"infer_types", "fold_constants", "fold_batch_norm", "convert_to_float16", "realize_integer_ops",
-          "simplify", "eliminate_common_subexpr", "combine_parallel", "remove_dead", "alter_layout", "fuse_ops"};
+          "simplify", "eliminate_common_subexpr", "sum_parallel_convs", "combine_parallel", "remove_dead", "alter_layout", "fuse_ops"};
 }
 
 std::vector<std::string> pipeline_stages() {
@@ -120,6 +120,8 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
   m = stage("simplify", simplify(m));
   m = stage("eliminate_common_subexpr", eliminate_common_subexpr(m));
   FusedProgram out;
+  // Before combine_parallel, which would otherwise take summed convs as branches to slice.
+  m = stage("sum_parallel_convs", sum_parallel_convs(m));
   if (options.combine_branches > 0) {
     CombineResult c = combine_parallel(m, options.combine_branches);
     if (c.groups > 0) {

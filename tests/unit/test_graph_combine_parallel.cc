@@ -152,3 +152,46 @@ TEST_CASE("combine_parallel: attention's three projections of one input become o
   check_close(got.at("k").to_doubles(), want[1]);
   check_close(got.at("v").to_doubles(), want[2]);
 }
+
+TEST_CASE("sum_parallel_convs: a RepVGG block's 3x3, 1x1 and second 3x3 convs of one input become one conv",
+          "[graph][combine_parallel]") {
+  relay::Expr x = var("x", {1, 8, 6, 6});
+  relay::Expr a = conv_branch(x, 8, 3, 0.0, false);
+  relay::Expr b = conv_branch(x, 8, 1, 0.9, false);  // padding 0: the centre tap of the 3x3 window
+  relay::Expr c = call("nn.conv2d", {x, cst({8, 8, 3, 3}, wave(576, 0.2, 2.2))}, conv_attrs(1));  // no bias
+  relay::Expr y = call("nn.relu", {call("add", {call("add", {a, b}), c})});
+  Module m = Module::make({x}, {y}, {"y"});
+  Module s = sum_parallel_convs(m);
+  verify(s);
+  CHECK(count_ops(s, "nn.conv2d") == 1);
+  CHECK(count_ops(s, "add") == 0);
+  CHECK(count_ops(s, "nn.bias_add") == 1);
+  std::vector<double> in = wave(8 * 36, 1, 0.5);
+  check_close(reference(s, in)[0], reference(m, in)[0]);
+
+  // Compiled by default, the model computes the original graph.
+  kiln::CompiledModel compiled = kiln::compile(m, kiln::CompileOptions());
+  auto got = run_plan(compiled, {{"x", HostTensor::from_doubles(DataType::f32(), {1, 8, 6, 6}, in)}}).at("y").to_doubles();
+  check_close(got, reference(m, in)[0]);
+}
+
+TEST_CASE("sum_parallel_convs: convs with other readers, strides or windows are left alone", "[graph][combine_parallel]") {
+  relay::Expr x = var("x", {1, 8, 6, 6});
+  relay::Expr w3 = cst({8, 8, 3, 3}, wave(576, 0.2, 0));
+  relay::Expr a = call("nn.conv2d", {x, w3}, conv_attrs(1));
+  relay::Expr read_twice = call("nn.conv2d", {x, cst({8, 8, 1, 1}, wave(64, 0.2, 1))}, conv_attrs(0));
+  Module shared = Module::make({x}, {call("add", {a, read_twice}), read_twice}, {"y", "z"});
+  CHECK(sum_parallel_convs(shared).body.same_as(shared.body));
+
+  // Stride 2: a 2x2 conv without padding has the 3x3 conv's output shape but not its window
+  // (it would sit at offset 1 on the top-left and -1 on the bottom-right).
+  Attrs stride2 = conv_attrs(1);
+  stride2.set_ints("strides", {2, 2});
+  Attrs stride2_unpadded = conv_attrs(0);
+  stride2_unpadded.set_ints("strides", {2, 2});
+  relay::Expr x7 = var("x", {1, 8, 6, 6});
+  relay::Expr big = call("nn.conv2d", {x7, cst({8, 8, 3, 3}, wave(576, 0.2, 0))}, stride2);
+  relay::Expr small = call("nn.conv2d", {x7, cst({8, 8, 2, 2}, wave(256, 0.2, 1))}, stride2_unpadded);
+  Module misaligned = Module::make({x7}, {call("add", {big, small})}, {"y"});
+  CHECK(sum_parallel_convs(misaligned).body.same_as(misaligned.body));
+}

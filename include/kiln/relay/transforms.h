@@ -80,6 +80,11 @@ namespace kiln::relay {
 // whole disappears). Params stay, even unused ones: they are the model's interface.
 Module remove_dead(const Module& m);
 
+// Convs of one input whose outputs are only added together (RepVGG / ACNet branches) become
+// one conv with the weights (a smaller kernel zero-padded into the larger window, where the
+// paddings say it reads that window) and the biases summed. Same strides, dilation and groups.
+Module sum_parallel_convs(const Module& m);
+
 // Parallel branches that read one input become one wider op, sliced back into the branches
 // (TVM's CombineParallelConv2D/Dense): 2-d convs (groups 1), dense and matmul by a constant 2-d
 // weight, in groups of at least `min_branches` calls of one op with the same data, equal
