@@ -1,5 +1,5 @@
 // Lowerings of the nn ops: convolutions, pooling, dense / matmul / einsum, normalizations and
-// softmax, resize, cumsum, topk, scatter. Their relay attributes (each op's attrs_doc,
+// softmax, resize, grid_sample, roi_align, cumsum, topk, scatter. Their relay attributes (each op's attrs_doc,
 // src/relay/op/*.cc) turned into the op library's compute definitions. The convolutions and
 // dense here are their target-independent forms (blocks of one channel); on a CPU target the
 // strategy (lower/strategy.h) lowers a group's conv or dense with the target's blocks instead.
@@ -133,6 +133,23 @@ void register_image() {
     r.extrapolation_value = a.get_float("extrapolation_value");
     r.roi = a.get_floats("roi");
     return resize(in[0], r);
+  });
+  set_single("image.grid_sample", [](const Inputs& in, const Attrs& a) {
+    GridSampleAttrs g;
+    g.mode = a.get_str("mode");
+    g.padding_mode = a.get_str("padding_mode");
+    g.align_corners = a.get_int("align_corners") != 0;
+    return grid_sample(in[0], in[1], g);
+  });
+  set_single("image.roi_align", [](const Inputs& in, const Attrs& a) {
+    RoiAlignAttrs r;
+    r.mode = a.get_str("mode");
+    r.output_height = a.get_int("output_height");
+    r.output_width = a.get_int("output_width");
+    r.sampling_ratio = a.get_int("sampling_ratio");
+    r.spatial_scale = a.get_float("spatial_scale");
+    r.half_pixel = a.get_int("half_pixel") != 0;
+    return roi_align(in[0], in[1], in[2], r);
   });
 }
 

@@ -12,7 +12,7 @@ void register_norm_ops();       // norm.cc: batch/layer/instance/group norm, lrn
 void register_transform_ops();  // transform.cc: reshape transpose concatenate split slice pad ...
 void register_gather_ops();     // gather.cc: take, gather_elements/nd, scatter_elements/nd, one_hot
 void register_sort_ops();       // sort.cc: cumsum, topk
-void register_image_ops();      // image.cc: resize
+void register_image_ops();      // image.cc: resize, grid_sample, roi_align
 void register_integer_ops();    // integer.cc: integer conv2d and dense of quantized models
 void register_layout_ops();     // layout.cc: layout_transform, nn.conv2d_NCHWc (made by alter_layout)
 void register_quantize_ops();   // quantize.cc: quantize, dequantize

@@ -160,3 +160,130 @@ Tensor resize(const Tensor& x, const ResizeAttrs& a, const std::string& name) {
 }
 
 }  // namespace kiln::te::ops
+
+// ---- grid_sample ----------------------------------------------------------------------------
+
+namespace kiln::te::ops {
+
+namespace {
+
+// Reflects v (float64) into [lo, hi] by the nearest border until it lies inside (ONNX
+// GridSample's reflect, folded: the distance from lo modulo two spans, mirrored in the second).
+Expr reflect(const Expr& v, double lo, double hi) {
+  double span = hi - lo;
+  if (span <= 0) return d64(lo);  // one-pixel axis with align_corners: every coordinate is 0
+  Expr u = ir::make_intrinsic("fabs", {v - d64(lo)});
+  Expr m = u - d64(2 * span) * floor64(u / d64(2 * span));
+  return d64(lo + span) - ir::make_intrinsic("fabs", {d64(span) - m});
+}
+
+struct GridAxis {
+  int64_t len;
+  double lo, hi;  // the borders of the coordinate
+};
+
+// Neighbour index i (int32) of an axis under the padding mode: the index read (always inside)
+// and, for zeros padding, whether it was inside.
+Expr tap_index(const GridSampleAttrs& a, const GridAxis& ax, const Expr& i, Expr* inside) {
+  if (a.padding_mode == "zeros") {
+    Expr in = i >= 0 && i < c32(ax.len);
+    *inside = inside->defined() ? (*inside && in) : in;
+  } else if (a.padding_mode == "reflection") {
+    return clamp_index(to_index(reflect(ir::cast(f64, i), ax.lo, ax.hi)), ax.len);
+  }
+  return clamp_index(i, ax.len);
+}
+
+}  // namespace
+
+Tensor grid_sample(const Tensor& x, const Tensor& grid, const GridSampleAttrs& a, const std::string& name) {
+  int64_t k = x.ndim() - 2;
+  KILN_USER_CHECK(k >= 1 && grid.ndim() == k + 2 && grid.shape()[0] == x.shape()[0] && grid.shape().back() == k)
+      << name << ": grid " << grid.name() << " must be [N, O1..O" << k << ", " << k << "] for " << x.name();
+  KILN_USER_CHECK(a.mode == "nearest" || a.mode == "linear" || a.mode == "cubic")
+      << name << ": unknown mode '" << a.mode << "'";
+  KILN_USER_CHECK(a.padding_mode == "zeros" || a.padding_mode == "border" || a.padding_mode == "reflection")
+      << name << ": unknown padding_mode '" << a.padding_mode << "'";
+  KILN_USER_CHECK(a.mode == "nearest" || x.dtype().is_floating())
+      << name << ": " << a.mode << " interpolation needs a floating-point input";
+  std::vector<GridAxis> axes;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t d = x.shape()[2 + i];
+    axes.push_back(a.align_corners ? GridAxis{d, 0.0, static_cast<double>(d - 1)}
+                                   : GridAxis{d, -0.5, static_cast<double>(d) - 0.5});
+  }
+  std::vector<int64_t> out = {x.shape()[0], x.shape()[1]};
+  for (int64_t i = 0; i < k; ++i) out.push_back(grid.shape()[1 + i]);
+  return compute(out, [&](const std::vector<Var>& v) {
+    std::vector<Taps> taps(static_cast<size_t>(k));
+    std::vector<std::vector<Expr>> inside(static_cast<size_t>(k));  // zeros padding: per tap
+    std::vector<std::pair<Var, Expr>> lets;
+    for (int64_t i = 0; i < k; ++i) {
+      const GridAxis& ax = axes[static_cast<size_t>(i)];
+      std::vector<Expr> gi = {v[0]};
+      for (int64_t j = 0; j < k; ++j) gi.push_back(v[2 + j]);
+      gi.push_back(c32(k - 1 - i));  // the grid lists the innermost axis first
+      Expr g = ir::cast(f64, grid(gi));
+      double len = static_cast<double>(ax.len);
+      Expr c = a.align_corners ? (g + d64(1.0)) * d64((len - 1) / 2.0) : ((g + d64(1.0)) * d64(len) - d64(1.0)) / d64(2.0);
+      if (a.mode == "nearest") c = ir::make_intrinsic("round", {c});  // half to even, as PyTorch
+      if (a.padding_mode == "border") {
+        c = ir::select(c < d64(ax.lo) || c > d64(ax.hi), ir::min(ir::max(c, d64(0.0)), d64(len - 1)), c);
+      } else if (a.padding_mode == "reflection") {
+        c = reflect(c, ax.lo, ax.hi);
+      }
+      // Kept in [-3, len + 1] before it becomes an index (an int32 cast of a huge coordinate
+      // overflows): beyond that every tap lies outside, which zeros padding reads as 0 either
+      // way; border and reflection coordinates are inside already.
+      c = ir::min(ir::max(c, d64(-3.0)), d64(len + 1));
+      // The coordinate is read by every tap and weight: bound once, or the body grows with
+      // the product of their counts.
+      Var cv("c" + std::to_string(i), f64);
+      lets.emplace_back(cv, c);
+      c = cv;
+      Taps& t = taps[static_cast<size_t>(i)];
+      std::vector<Expr>& ins = inside[static_cast<size_t>(i)];
+      if (a.mode == "nearest") {
+        ins.emplace_back();
+        t.index.push_back(tap_index(a, ax, to_index(c), &ins.back()));
+        continue;
+      }
+      Expr fl = floor64(c);
+      Expr frac = c - fl;
+      Expr i0 = to_index(fl);
+      int first = a.mode == "linear" ? 0 : -1, last = a.mode == "linear" ? 1 : 2;
+      t.weight = a.mode == "linear" ? std::vector<Expr>{d64(1.0) - frac, frac} : cubic_weights(frac, -0.75);
+      for (int o = first; o <= last; ++o) {
+        ins.emplace_back();
+        t.index.push_back(tap_index(a, ax, i0 + o, &ins.back()));
+      }
+    }
+    // Sum over the cartesian product of every axis' taps.
+    Expr value;
+    std::vector<size_t> pick(static_cast<size_t>(k), 0);
+    while (true) {
+      std::vector<Expr> idx = {v[0], v[1]};
+      Expr w, in;
+      for (size_t d = 0; d < taps.size(); ++d) {
+        idx.push_back(taps[d].index[pick[d]]);
+        if (!taps[d].weight.empty()) w = w.defined() ? w * taps[d].weight[pick[d]] : taps[d].weight[pick[d]];
+        const Expr& tin = inside[d][pick[d]];
+        if (tin.defined()) in = in.defined() ? (in && tin) : tin;
+      }
+      // Zeros padding: a neighbour outside the input reads 0.
+      Expr term = in.defined() ? ir::select(in, x(idx), ir::make_zero(x.dtype())) : x(idx);
+      if (w.defined()) term = ir::cast(x.dtype(), w) * term;
+      value = value.defined() ? value + term : term;
+      size_t d = taps.size();
+      while (d-- > 0) {
+        if (++pick[d] < taps[d].index.size()) break;
+        pick[d] = 0;
+      }
+      if (d == static_cast<size_t>(-1)) break;
+    }
+    for (size_t i = lets.size(); i-- > 0;) value = ir::let(lets[i].first, lets[i].second, value);
+    return value;
+  }, name);
+}
+
+}  // namespace kiln::te::ops

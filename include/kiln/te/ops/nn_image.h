@@ -38,4 +38,39 @@ struct ResizeAttrs {
 
 Tensor resize(const Tensor& x, const ResizeAttrs& a, const std::string& name = "resize");
 
+// Sampling at computed coordinates (ONNX GridSample, the relay op image.grid_sample): x is
+// [N, C, D1..Dk], grid [N, O1..Ok, k] holds normalized coordinates in [-1, 1], innermost axis
+// last (grid[..., 0] indexes Dk). Output [N, C, O1..Ok]. A coordinate g on an axis of length d
+// maps to (g + 1) / 2 * (d - 1) with align_corners, else ((g + 1) * d - 1) / 2 (in float64);
+// nearest rounds it half to even; coordinates beyond the borders ([0, d - 1] with
+// align_corners, else [-0.5, d - 0.5]) are clamped to [0, d - 1] (border) or reflected into
+// them (reflection). linear / cubic then read 2 / 4 neighbours per axis (cubic: Keys, a =
+// -0.75), each neighbour outside the input reading 0 (zeros), the nearest edge (border) or its
+// reflection (reflection). One stage.
+struct GridSampleAttrs {
+  std::string mode = "linear";          // nearest | linear | cubic
+  std::string padding_mode = "zeros";   // zeros | border | reflection
+  bool align_corners = false;
+};
+
+Tensor grid_sample(const Tensor& x, const Tensor& grid, const GridSampleAttrs& a,
+                   const std::string& name = "grid_sample");
+
+// Pooling of regions (ONNX RoiAlign, the relay op image.roi_align; nn_roi_align.cc): x [N, C,
+// H, W], rois [R, 4] (x1, y1, x2, y2 in x's pixels / spatial_scale), batch_indices [R] (int)
+// -> [R, C, output_height, output_width]. Each output bin averages (avg) or takes the largest
+// weighted tap (max) of sampling_ratio^2 bilinear samples on a regular grid inside the bin,
+// exactly as the ONNX reference (samples beyond [-1, H] x [-1, W] read 0, the rest clamp to
+// the edge); half_pixel shifts the roi by -0.5 pixel, otherwise rois are at least 1 x 1.
+struct RoiAlignAttrs {
+  std::string mode = "avg";  // avg | max
+  int64_t output_height = 1, output_width = 1;
+  int64_t sampling_ratio = 1;  // samples per bin and axis (> 0)
+  double spatial_scale = 1.0;
+  bool half_pixel = true;
+};
+
+Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indices, const RoiAlignAttrs& a,
+                 const std::string& name = "roi_align");
+
 }  // namespace kiln::te::ops
