@@ -208,6 +208,12 @@ void add_elemwise_lowerings() {
     DataType t = out_dtype(out);
     return {elementwise(in, te_shape(out), [&](const std::vector<Expr>& v) { return ir::cast(t, v[0]); }, "cast")};
   });
+  // reinterpret: an intrinsic the backends lower as a bit cast (LLVM bitcast of the storage forms).
+  set_lowering("reinterpret", [](const std::vector<Tensor>& in, const Attrs&, const relay::Type& out) -> std::vector<Tensor> {
+    DataType t = out_dtype(out);
+    return {elementwise(in, te_shape(out), [&](const std::vector<Expr>& v) { return ir::make_intrinsic(t, "reinterpret", {v[0]}); },
+                        "reinterpret")};
+  });
   set_lowering("where", [](const std::vector<Tensor>& in, const Attrs&, const relay::Type& out) -> std::vector<Tensor> {
     return {elementwise(in, te_shape(out), [](const std::vector<Expr>& v) { return ir::select(v[0], v[1], v[2]); },
                         "where")};

@@ -1,7 +1,7 @@
 // Lowerings of the nn ops: convolutions, pooling, dense / matmul / einsum, normalizations and
-// softmax, resize, grid_sample, roi_align, cumsum, topk, scatter. Their relay attributes (each op's attrs_doc,
-// src/relay/op/*.cc) turned into the op library's compute definitions. The convolutions and
-// dense here are their target-independent forms (blocks of one channel); on a CPU target the
+// softmax, resize, grid_sample, roi_align, cumsum, cumprod, topk, scatter. Their relay
+// attributes (each op's attrs_doc, src/relay/op/*.cc) turned into the op library's compute
+// definitions. The convolutions and dense here are their target-independent forms (blocks of one channel); on a CPU target the
 // strategy (lower/strategy.h) lowers a group's conv or dense with the target's blocks instead.
 #include <string>
 
@@ -156,6 +156,9 @@ void register_image() {
 void register_opaque() {
   set_single("cumsum", [](const Inputs& in, const Attrs& a) {
     return cumsum(in[0], a.get_int("axis"), a.get_int("exclusive") != 0, a.get_int("reverse") != 0);
+  });
+  set_single("cumprod", [](const Inputs& in, const Attrs& a) {
+    return cumprod(in[0], a.get_int("axis"), a.get_int("exclusive") != 0, a.get_int("reverse") != 0);
   });
   set_lowering("topk", [](const Inputs& in, const Attrs& a, const relay::Type&) -> Lowered {
     return topk(in[0], a.get_int("k"), a.get_int("axis"), a.get_int("largest") != 0);

@@ -55,10 +55,11 @@ def write(path, data):
         f.write(data)
 
 
-# Two unknown op types, one of them on two nodes: the error must list all three nodes at once.
+# Two unsupported op types (one made up, one real that needs strings), one of them on two nodes: the
+# error must list all three nodes at once.
 write("fixtures/unsupported_ops.onnx", model(
     [node("FancyOp", ["x"], ["a"], "fancy1"), node("Relu", ["a"], ["b"], "relu1"),
-     node("FancyOp", ["b"], ["c"], "fancy2"), node("Hardmax", ["c"], ["y"], "hardmax1")],
+     node("FancyOp", ["b"], ["c"], "fancy2"), node("StringNormalizer", ["c"], ["y"], "strnorm1")],
     [value_info("x", FLOAT, [2, 3])], [value_info("y", FLOAT, [2, 3])]))
 # Inputs for the node suite's test_relu model (x: float32[3,4,5]) that it must refuse.
 write("fixtures/x_wrong_shape.pb", tensor("x", FLOAT, [2, 2], struct.pack("<4f", 1, -1, 2, -2)))

@@ -1,4 +1,4 @@
-// CodeGenLLVM: calls. Pure math intrinsics, extern (C ABI) calls, address_of.
+// CodeGenLLVM: calls. Pure math intrinsics, extern (C ABI) calls, address_of, reinterpret.
 //
 // Math lowering:
 //  - log sqrt fabs floor ceil trunc sin cos pow fma map to the LLVM intrinsics of the same
@@ -35,6 +35,13 @@ llvm::Value* CodeGenLLVM::emit_call(const ir::CallNode* op) {
   if (op->name == "address_of") return emit_address_of(op);
   if (op->name == "likely" && op->args.size() == 1) return emit(op->args[0]);  // a hint only
   if (op->name == "int8_dot4") return emit_int8_dot4(op);
+  if (op->name == "reinterpret" && op->args.size() == 1) {
+    // The same bits as another type of one width (ONNX BitCast), through the storage forms:
+    // bool is a byte there and bfloat16 16 bits, as in memory.
+    DataType from = op->args[0].dtype();
+    llvm::Value* bits = to_storage(emit(op->args[0]), from);
+    return from_storage(builder_.CreateBitCast(bits, storage_type(op->dtype)), op->dtype);
+  }
   return emit_intrinsic(op);
 }
 

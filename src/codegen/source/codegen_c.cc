@@ -321,6 +321,7 @@ class KernelPrinter {
     const std::string& n = c->name;
     if (n == "likely" && c->args.size() == 1) return expr(c->args[0]);
     if (n == "kiln_shuffle_down") return shuffle_down(c);
+    if (n == "reinterpret" && c->args.size() == 1) return reinterpret(c);
     size_t want = n == "fma" ? 3 : n == "pow" ? 2 : 1;
     KILN_USER_CHECK(c->args.size() == want) << "kernel '" << f_.name << "': intrinsic '" << n << "' takes " << want
                                             << " argument(s), got " << c->args.size();
@@ -353,6 +354,32 @@ class KernelPrinter {
     KILN_USER_CHECK(kUnary.count(n)) << "kernel '" << f_.name << "': intrinsic '" << n
                                      << "' has no GPU lowering";
     return d_.math_function(n, t) + "(" + a[0] + ")";
+  }
+
+  // The same bits as another type of one width (ONNX BitCast). Integers and bools convert
+  // bit for bit in C; a 16-bit float goes through its stored bits; 32- and 64-bit floats
+  // through the dialect's bit casts (CUDA __float_as_int ..., OpenCL as_int ...).
+  std::string reinterpret(const ir::CallNode* c) {
+    DataType from = c->args[0].dtype(), to = c->dtype;
+    check_type(to, "a value");
+    std::string x = expr(c->args[0]);
+    if (bits16(from)) x = to_bits16(from, x);  // now an unsigned short of the same bits
+    const bool cuda = d_.language() == Language::kCUDA;
+    const bool float_from = from.is_floating() && !bits16(from), float_to = to.is_floating() && !bits16(to);
+    if (float_from) {  // to the same-width integer's bits (a float64 goes to long long / long)
+      const DataType u = from.bits == 64 ? DataType::i64() : DataType::i32();
+      x = cuda ? (from.bits == 64 ? "__double_as_longlong(" : "__float_as_int(") + x + ")"
+               : (from.bits == 64 ? "as_long(" : "as_int(") + x + ")";
+      from = u;
+    }
+    if (float_to) {
+      const std::string i = "(" + d_.type_name(to.bits == 64 ? DataType::i64() : DataType::i32()) + ")(" + x + ")";
+      return cuda ? (to.bits == 64 ? "__longlong_as_double(" : "__int_as_float(") + i + ")"
+                  : (to.bits == 64 ? "as_double(" : "as_float(") + i + ")";
+    }
+    if (bits16(to)) return from_bits16(to, "(" + d_.type_name(DataType::u16()) + ")(" + x + ")");
+    if (to.is_bool()) return "(" + x + " != 0)";
+    return "((" + type(to) + ")(" + x + "))";
   }
 
   // Shuffles move 32- and 64-bit values; a narrower one (bool, 8- and 16-bit integers) goes

@@ -1,4 +1,5 @@
-// Elementwise unary ops: out[i] = f(in[i]), same shape. Math, activations, cast, identity.
+// Elementwise unary ops: out[i] = f(in[i]), same shape. Math, activations, cast, reinterpret,
+// identity.
 #include "kiln/support/error.h"
 #include "op_families.h"
 #include "op_util.h"
@@ -39,6 +40,15 @@ Type cast_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(DataType::parse(attrs.get_str("dtype")), x.shape);
 }
 
+// The same bits read as another type: only between types of one storage width (bool is a byte).
+Type reinterpret_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const TensorTypeNode& x = tensor_arg(args, 0, "input");
+  DataType to = DataType::parse(attrs.get_str("dtype"));
+  KILN_USER_CHECK(to.bytes() == x.dtype.bytes())
+      << "reinterpret from " << x.dtype.str() << " to " << to.str() << " changes the element width";
+  return tensor_type(to, x.shape);
+}
+
 Type clip_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const TensorTypeNode& x = tensor_arg(args, 0, "input");
   KILN_USER_CHECK(!x.dtype.is_bool()) << "input must be numeric, got bool";
@@ -73,6 +83,8 @@ void register_elemwise_ops() {
               "detect_negative (int), detect_positive (int); bool result");
   register_op("cast", 1, 1, OpPattern::Elementwise, cast_rel,
               "dtype (string, e.g. \"float32\"); float to int truncates toward zero");
+  register_op("reinterpret", 1, 1, OpPattern::Elementwise, reinterpret_rel,
+              "dtype (string): the same bits as that type, of the same width (ONNX BitCast)");
   register_op("clip", 1, 1, OpPattern::Elementwise, clip_rel, "a_min (float), a_max (float): min(max(x, a_min), a_max)");
 
   // Activations.

@@ -1,4 +1,4 @@
-// Order-dependent ops: running sums along an axis and the k largest/smallest elements.
+// Order-dependent ops: running sums and products along an axis and the k largest/smallest elements.
 #include "kiln/support/error.h"
 #include "op_families.h"
 #include "op_util.h"
@@ -33,6 +33,8 @@ Type topk_rel(const std::vector<Type>& args, const Attrs& attrs) {
 
 void register_sort_ops() {
   register_op("cumsum", 1, 1, OpPattern::Opaque, cumsum_rel, "axis (int, normalized), exclusive (int), reverse (int)");
+  register_op("cumprod", 1, 1, OpPattern::Opaque, cumsum_rel,
+              "axis (int, normalized), exclusive (int), reverse (int); an empty (exclusive) product is 1");
   register_op("topk", 1, 1, OpPattern::Opaque, topk_rel,
               "k (int), axis (int, normalized), largest (int), sorted (int); returns (values, int64 indices)");
 }

@@ -37,9 +37,8 @@ Expr combine(const std::string& reduction, const Expr& old, const Expr& reduced)
   return ir::min(old, reduced);
 }
 
-}  // namespace
-
-Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse, const std::string& name) {
+// cumsum and cumprod: one reduction over the scanned axis up to (or from) each position.
+Tensor cumulative(const Tensor& x, int64_t axis, bool exclusive, bool reverse, bool product, const std::string& name) {
   KILN_USER_CHECK(axis >= 0 && axis < x.ndim()) << name << ": axis " << axis << " is out of range for " << x.name();
   auto k = reduce_axis(x.shape()[axis], "k");
   return compute(x.shape(), [&](const std::vector<Var>& v) {
@@ -47,8 +46,18 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse, const
     idx[axis] = k;
     Expr i = v[axis];
     Expr cond = reverse ? (exclusive ? Expr(k) > i : Expr(k) >= i) : (exclusive ? Expr(k) < i : Expr(k) <= i);
-    return te::sum(x(idx), {k}, cond);
+    return product ? te::prod(x(idx), {k}, cond) : te::sum(x(idx), {k}, cond);
   }, name);
+}
+
+}  // namespace
+
+Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse, const std::string& name) {
+  return cumulative(x, axis, exclusive, reverse, false, name);
+}
+
+Tensor cumprod(const Tensor& x, int64_t axis, bool exclusive, bool reverse, const std::string& name) {
+  return cumulative(x, axis, exclusive, reverse, true, name);
 }
 
 std::vector<Tensor> topk(const Tensor& x, int64_t k, int64_t axis, bool largest, const std::string& name) {

@@ -3,6 +3,7 @@
 // hot loops).
 //
 //   cumsum            out[i] = sum of x[k] for k <= i (k < i exclusive; k >= i / k > i reverse)
+//   cumprod           the same with products (an empty exclusive product is 1)
 //   topk              rank of each element (how many beat it; ties go to the lower index), then
 //                     the element of each rank: values and int64 indices, sorted
 //   scatter_elements  ONNX ScatterElements: data with updates written (or combined) where
@@ -19,6 +20,7 @@
 namespace kiln::te::ops {
 
 Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse, const std::string& name = "cumsum");
+Tensor cumprod(const Tensor& x, int64_t axis, bool exclusive, bool reverse, const std::string& name = "cumprod");
 
 // {values, indices (int64)}.
 std::vector<Tensor> topk(const Tensor& x, int64_t k, int64_t axis, bool largest, const std::string& name = "topk");

@@ -91,6 +91,8 @@ void register_attention_converters(ConverterTable& t);
 void register_norm_act_converters(ConverterTable& t);
 void register_sample_converters(ConverterTable& t);  // convert_sample.cc: GridSample, AffineGrid, Col2Im, ...
 void register_signal_converters(ConverterTable& t);  // convert_signal.cc: DFT, STFT, MelWeightMatrix
+void register_loss_converters(ConverterTable& t);
+void register_misc_converters(ConverterTable& t);
 const ConverterTable& converters();
 
 // Whether input `index` of an `op_type` node must be known at compile time (a shape, axes,

@@ -172,7 +172,8 @@ bool is_shape_input(const std::string& op_type, int index) {
       {"ReduceMean", {1}}, {"ReduceMax", {1}},     {"ReduceMin", {1}},    {"ReduceProd", {1}}, {"ReduceL1", {1}},
       {"ReduceL2", {1}},  {"ReduceSumSquare", {1}}, {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}}, {"CumSum", {1}},
       {"OneHot", {1}},    {"TopK", {1}},           {"DFT", {1, 2}},       {"STFT", {1, 3}},   {"AffineGrid", {1}},
-      {"Col2Im", {1, 2}}, {"MelWeightMatrix", {0, 1, 2, 3, 4}}};
+      {"Col2Im", {1, 2}}, {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"CumProd", {1}},      {"CenterCropPad", {1}},
+      {"HannWindow", {0}}, {"HammingWindow", {0}}, {"BlackmanWindow", {0}}, {"MaxUnpool", {2}}};
   auto it = slots.find(op_type);
   return it != slots.end() && std::find(it->second.begin(), it->second.end(), index) != it->second.end();
 }
@@ -206,6 +207,8 @@ const ConverterTable& converters() {
     register_norm_act_converters(t);
     register_sample_converters(t);
     register_signal_converters(t);
+    register_loss_converters(t);
+    register_misc_converters(t);
     return t;
   }();
   return table;
