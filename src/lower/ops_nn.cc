@@ -1,8 +1,9 @@
 // Lowerings of the nn ops: convolutions, pooling, dense / matmul / einsum, normalizations and
 // softmax, resize, grid_sample, roi_align, cumsum, cumprod, topk, scatter. Their relay
 // attributes (each op's attrs_doc, src/relay/op/*.cc) turned into the op library's compute
-// definitions. The convolutions and dense here are their target-independent forms (blocks of one channel); on a CPU target the
-// strategy (lower/strategy.h) lowers a group's conv or dense with the target's blocks instead.
+// definitions. The convolutions and dense here are their target-independent forms (blocks of
+// one channel); on a CPU target the strategy (lower/strategy.h) lowers a group's conv or dense
+// with the target's blocks instead.
 #include <string>
 
 #include "kiln/support/error.h"
