@@ -1,5 +1,7 @@
-// The ONNX frontend: a .onnx model (opsets 7 to 21 for the ops it supports) to a relay::Module
-// with static shapes, and TensorProto .pb files to and from HostTensors.
+// The ONNX frontend: a .onnx model (opsets 1 to 21 for the ops it supports, with the old attribute
+// forms of opsets 1 to 6) to a relay::Module with static shapes, and TensorProto .pb files to and
+// from HostTensors. Control flow decided at compile time (If, Loop, Scan) and recurrent layers
+// (RNN, GRU, LSTM) are unrolled into the graph.
 //
 // Newer opsets import too, with the semantics of opset 21: what changed after it is new element
 // types and new operators, which fail as unsupported.

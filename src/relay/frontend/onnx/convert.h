@@ -19,6 +19,11 @@
 
 namespace kiln::relay::onnx_frontend {
 
+// Converts a subgraph (If's branches, Loop's and Scan's body) in a scope nested in the node's:
+// its inputs bound to the given values, the enclosing scopes' values visible by name; returns
+// its outputs. The importer provides it.
+using GraphRunner = std::function<std::vector<Expr>(const ::onnx::GraphProto&, const std::vector<Expr>&)>;
+
 class NodeContext {
  public:
   NodeContext(const ::onnx::NodeProto& node, int opset, std::vector<Expr> inputs, const OnnxImportOptions& opts,
@@ -54,6 +59,11 @@ class NodeContext {
   std::vector<int64_t> attr_ints(const std::string& key, const std::vector<int64_t>& dflt) const;
   std::vector<double> attr_floats(const std::string& key, const std::vector<double>& dflt) const;
   HostTensor attr_tensor(const std::string& key) const;
+  const ::onnx::GraphProto& attr_graph(const std::string& key) const;
+
+  // The outputs of subgraph attribute `key` run on `inputs` (see GraphRunner).
+  std::vector<Expr> run_graph(const std::string& key, const std::vector<Expr>& inputs) const;
+  void set_graph_runner(GraphRunner runner) { graph_runner_ = std::move(runner); }
 
   // Builds a call named after this node; folded to a constant when all args are constants, the
   // result is a small tensor and the evaluator knows the op.
@@ -72,6 +82,7 @@ class NodeContext {
   const OnnxImportOptions& opts_;
   std::string model_dir_;
   std::string name_;
+  GraphRunner graph_runner_;
 };
 
 using Converter = std::function<std::vector<Expr>(NodeContext&)>;
@@ -93,6 +104,9 @@ void register_sample_converters(ConverterTable& t);  // convert_sample.cc: GridS
 void register_signal_converters(ConverterTable& t);  // convert_signal.cc: DFT, STFT, MelWeightMatrix
 void register_loss_converters(ConverterTable& t);
 void register_misc_converters(ConverterTable& t);
+void register_rnn_converters(ConverterTable& t);
+void register_legacy_converters(ConverterTable& t);
+void register_control_converters(ConverterTable& t);
 const ConverterTable& converters();
 
 // Whether input `index` of an `op_type` node must be known at compile time (a shape, axes,
@@ -112,5 +126,15 @@ Expr dequantize_of(NodeContext& c, const Expr& x, const Expr& scale, const Expr&
 // The convolution of a Conv-like node (Conv, ConvInteger, QLinearConv: kernel_shape, strides,
 // pads or auto_pad, dilations, group) of `data` by `weight`, without bias (convert_nn.cc).
 Expr conv_of(NodeContext& c, const Expr& data, const Expr& weight);
+
+// Forms of opsets 1 to 6 (convert_legacy.cc). B of a binary op before opset 7 (A op B), aligned
+// to A as its broadcast/axis attributes say; PRelu's slope before opset 7 (per channel); Cast's target type, a code or (Cast-1) a name;
+// BatchNormalization with spatial=0; Tile-1's repeats (tiles, axis inputs); Upsample-1's scales.
+Expr legacy_binary_operand(NodeContext& c);
+Expr legacy_prelu_slope(NodeContext& c);
+DataType cast_target(NodeContext& c);
+Expr batch_norm_per_feature(NodeContext& c);
+std::vector<int64_t> legacy_tile_reps(NodeContext& c);
+std::vector<double> legacy_upsample_scales(NodeContext& c);
 
 }  // namespace kiln::relay::onnx_frontend

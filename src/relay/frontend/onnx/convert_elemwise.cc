@@ -12,8 +12,14 @@ Converter unary(const std::string& op) {
   return [op](NodeContext& c) -> std::vector<Expr> { return {c.call(op, {c.input(0)})}; };
 }
 
+// Before opset 7, B broadcasts to A only as the broadcast/axis attributes say, and PRelu's slope
+// is per channel (convert_legacy.cc).
 Converter binary(const std::string& op) {
-  return [op](NodeContext& c) -> std::vector<Expr> { return {c.call(op, {c.input(0, "A"), c.input(1, "B")})}; };
+  return [op](NodeContext& c) -> std::vector<Expr> {
+    Expr b = c.input(1, "B");
+    if (c.opset() < 7) b = op == "nn.prelu" ? legacy_prelu_slope(c) : legacy_binary_operand(c);
+    return {c.call(op, {c.input(0, "A"), b})};
+  };
 }
 
 // Sum / Max / Min / Mean of any number of inputs: a left fold of the binary op.
@@ -71,7 +77,7 @@ std::vector<Expr> clip(NodeContext& c) {
 }
 
 std::vector<Expr> cast(NodeContext& c) {
-  DataType to = dtype_from_onnx(static_cast<int>(c.attr_int("to")), "attribute 'to'");
+  DataType to = cast_target(c);
   return {c.call("cast", {c.input(0)}, Attrs().set_str("dtype", to.str()))};
 }
 
@@ -92,9 +98,11 @@ std::vector<Expr> dropout(NodeContext& c) {
   }
   const TensorTypeNode& t = c.input_type(0);
   std::vector<Expr> outs = {c.call("nn.dropout", {c.input(0)}, Attrs().set_float("rate", ratio))};
-  // In inference every element is kept: the mask is all true.
+  // In inference every element is kept: the mask is all true (ones of the input's type before
+  // opset 10, which made it bool). Opsets 1 to 6's is_test is a hint that changes nothing here.
+  DataType mask = c.opset() < 10 ? t.dtype : DataType::boolean();
   if (c.output_used(1))
-    outs.push_back(c.call("full", {}, Attrs().set_ints("shape", t.shape).set_tensor("value", HostTensor::scalar(DataType::boolean(), 1))));
+    outs.push_back(c.call("full", {}, Attrs().set_ints("shape", t.shape).set_tensor("value", HostTensor::scalar(mask, 1))));
   return outs;
 }
 

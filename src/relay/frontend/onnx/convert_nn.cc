@@ -20,6 +20,11 @@ Window read_window(const NodeContext& c, const Shape& in, size_t d, std::vector<
   w.strides = c.attr_ints("strides", std::vector<int64_t>(d, 1));
   w.dilations = c.attr_ints("dilations", std::vector<int64_t>(d, 1));
   w.pads = c.attr_ints("pads", std::vector<int64_t>(2 * d, 0));
+  // The first exporters (PyTorch 0.2, IR version 1, opset 1) gave one symmetric pad per axis.
+  if (c.opset() < 7 && w.pads.size() == d) {
+    std::vector<int64_t> begin = w.pads;
+    w.pads.insert(w.pads.end(), begin.begin(), begin.end());
+  }
   KILN_USER_CHECK(w.kernel.size() == d && w.strides.size() == d && w.dilations.size() == d && w.pads.size() == 2 * d)
       << "kernel_shape " << shape_str(w.kernel) << ", strides " << shape_str(w.strides) << ", dilations "
       << shape_str(w.dilations) << " and pads " << shape_str(w.pads) << " do not fit " << d << " spatial dims";
@@ -117,7 +122,13 @@ Converter pool(const std::string& kind) {
 std::vector<Expr> batch_norm(NodeContext& c) {
   KILN_SUPPORTED(c.attr_int("training_mode", 0) == 0 && !c.output_used(1) && !c.output_used(2))
       << "training-mode batch normalization is not supported (kiln compiles inference graphs)";
-  KILN_SUPPORTED(c.attr_int("spatial", 1) == 1) << "BatchNormalization with spatial=0 is not supported";
+  // Opsets 1 to 6's is_test and consumed_inputs are hints that change nothing in inference.
+  // spatial=0 (per-feature statistics) exists up to opset 8.
+  if (c.attr_int("spatial", 1) == 0) {
+    KILN_SUPPORTED(c.opset() < 9) << "attribute 'spatial'=0 is not part of opset " << c.opset()
+                                  << " (BatchNormalization dropped it in opset 9)";
+    return {batch_norm_per_feature(c)};
+  }
   std::vector<Expr> args;
   const char* roles[] = {"X", "scale", "B", "input_mean", "input_var"};
   for (size_t i = 0; i < 5; ++i) args.push_back(c.input(i, roles[i]));

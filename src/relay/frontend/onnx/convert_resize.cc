@@ -42,6 +42,8 @@ std::vector<Expr> upsample(NodeContext& c) {
   std::vector<double> scales;
   if (c.opset() >= 9) {
     scales = c.require_const(1, "scales").to_doubles();
+  } else if (c.opset() < 7) {
+    scales = legacy_upsample_scales(c);
   } else {
     scales = c.attr_floats("scales", {});
   }

@@ -15,7 +15,8 @@ Expr reshape_to(NodeContext& c, const Expr& x, const Shape& shape) {
 
 std::vector<Expr> reshape(NodeContext& c) {
   const TensorTypeNode& x = c.input_type(0, "data");
-  std::vector<int64_t> spec = c.const_ints(1, "shape");
+  // Reshape-1 (opsets 1 to 4) takes the shape as an attribute.
+  std::vector<int64_t> spec = c.opset() < 5 ? c.attr_ints("shape") : c.const_ints(1, "shape");
   bool allowzero = c.attr_int("allowzero", 0) != 0;
   Shape out;
   int64_t infer = -1, known = 1;
@@ -105,7 +106,9 @@ std::vector<Expr> concat(NodeContext& c) {
   std::vector<Expr> args;
   for (size_t i = 0; i < c.num_inputs(); ++i) args.push_back(c.input(i));
   KILN_USER_CHECK(!args.empty()) << "needs at least one input";
-  int64_t axis = normalize_axis_for(c.attr_int("axis"), args[0].tensor_type().rank(), c);
+  // Concat-1 (opsets 1 to 3) has axis 1 by default.
+  int64_t axis = c.opset() < 4 ? c.attr_int("axis", 1) : c.attr_int("axis");
+  axis = normalize_axis_for(axis, args[0].tensor_type().rank(), c);
   // Parts with no elements along the axis add nothing (a rotary embedding over the whole head
   // concatenates an empty "not rotated" part): dropping them keeps empty tensors out of kernels.
   std::vector<Expr> nonempty;
@@ -122,8 +125,10 @@ std::vector<Expr> split(NodeContext& c) {
   const TensorTypeNode& x = c.input_type(0);
   int64_t axis = normalize_axis_for(c.attr_int("axis", 0), x.rank(), c);
   int64_t dim = x.shape[axis], n = static_cast<int64_t>(c.num_outputs());
-  std::vector<int64_t> sizes = c.opset() >= 13 ? (c.has_input(1) ? c.const_ints(1, "split") : std::vector<int64_t>{})
-                                               : c.attr_ints("split", {});
+  // The sizes are an optional input in Split-1 and from opset 13, an attribute in between (and
+  // also in Split-1).
+  bool as_input = (c.opset() >= 13 || c.opset() < 2) && c.has_input(1);
+  std::vector<int64_t> sizes = as_input ? c.const_ints(1, "split") : c.attr_ints("split", {});
   if (sizes.empty()) {
     if (c.has_attr("num_outputs")) {
       // Opset 18: equal chunks of ceil(dim / n), the last one smaller.
@@ -144,11 +149,23 @@ std::vector<Expr> split(NodeContext& c) {
   for (int64_t s : sizes)
     if (s != 0) nonzero.push_back(s);
   Expr parts;
-  if (nonzero.size() > 1) parts = c.call("split", {c.input(0)}, Attrs().set_int("axis", axis).set_ints("sizes", nonzero));
+  // A constant input splits into constant slices: shape arithmetic (Split of a shape) folds on,
+  // where a tuple would not fold.
+  bool fold = c.const_input(0).has_value();
+  if (nonzero.size() > 1 && !fold)
+    parts = c.call("split", {c.input(0)}, Attrs().set_int("axis", axis).set_ints("sizes", nonzero));
   std::vector<Expr> outs;
   int part = 0;
+  int64_t offset = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (sizes[i] == 0) {
+    offset += sizes[i];
+    if (fold && sizes[i] != 0) {
+      std::vector<int64_t> begin(x.rank(), 0), end = x.shape, stride(x.rank(), 1);
+      begin[axis] = offset - sizes[i];
+      end[axis] = offset;
+      Attrs a = Attrs().set_ints("begin", begin).set_ints("end", end).set_ints("strides", stride);
+      outs.push_back(c.call("strided_slice", {c.input(0)}, a));
+    } else if (sizes[i] == 0) {
       Shape empty = x.shape;
       empty[axis] = 0;
       outs.push_back(c.constant(HostTensor(x.dtype, empty, std::vector<uint8_t>{})));
@@ -240,7 +257,8 @@ std::vector<Expr> pad(NodeContext& c) {
   std::vector<int64_t> pads;
   double value = 0;
   if (c.opset() < 11) {
-    pads = c.attr_ints("pads");
+    // Pad-1 called them paddings (ONNX 1.0's own test data already says pads: either is read).
+    pads = c.attr_ints(c.opset() < 2 && !c.has_attr("pads") ? "paddings" : "pads");
     value = c.attr_float("value", 0.0);
   } else {
     pads = c.const_ints(1, "pads");
@@ -290,7 +308,8 @@ void register_tensor_converters(ConverterTable& t) {
   t["GatherND"] = gather_like("gather_nd");
   t["Expand"] = expand;
   t["Tile"] = [](NodeContext& c) -> std::vector<Expr> {
-    return {c.call("tile", {c.input(0)}, Attrs().set_ints("reps", c.const_ints(1, "repeats")))};
+    std::vector<int64_t> reps = c.opset() < 6 ? legacy_tile_reps(c) : c.const_ints(1, "repeats");
+    return {c.call("tile", {c.input(0)}, Attrs().set_ints("reps", reps))};
   };
   t["Pad"] = pad;
   t["DepthToSpace"] = [](NodeContext& c) -> std::vector<Expr> {

@@ -1,5 +1,6 @@
 // The ONNX importer: walks the graph in its (topological) order and converts node by node.
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -15,9 +16,10 @@ using namespace onnx_frontend;
 
 namespace {
 
-// Opsets kiln knows the semantics of. Newer opsets import too, with the newest semantics known
-// here: the changes after 21 are new types and new ops, which fail as such.
-constexpr int kMinOpset = 7;
+// Opsets kiln knows the semantics of: all of them, the old forms of opsets 1 to 6 included
+// (convert_legacy.cc). Newer opsets import too, with the newest semantics known here: the
+// changes after 21 are new types and new ops, which fail as such.
+constexpr int kMinOpset = 1;
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
@@ -74,6 +76,12 @@ class Importer {
 
  private:
   void read_opset() {
+    // Models of IR versions 1 and 2 (ONNX 1.0) import no opsets: theirs is opset 1 (as the ONNX
+    // checker reads them).
+    if (model_.ir_version() < 3 && model_.opset_import_size() == 0) {
+      opset_ = 1;
+      return;
+    }
     bool found = false;
     for (const auto& o : model_.opset_import()) {
       if (is_default_domain(o.domain())) {
@@ -81,20 +89,31 @@ class Importer {
         found = true;
       }
     }
-    // IR version 3 and later name their opsets; a model without one predates opset 7 anyway.
+    // From IR version 3 a model names its opsets; one that names only other domains is no ONNX model.
     KILN_USER_CHECK(found) << origin_ << ": the model imports no default-domain opset";
-    KILN_SUPPORTED(opset_ >= kMinOpset) << origin_ << ": opset " << opset_
-                                         << " is too old; kiln imports opsets 7 and newer";
+    KILN_USER_CHECK(opset_ >= kMinOpset) << origin_ << ": opset " << opset_ << " is not an ONNX opset (they start at "
+                                          << kMinOpset << ")";
+  }
+
+  // The op types of `g` and of its subgraphs (If, Loop, Scan bodies) that no converter takes.
+  // A subgraph's nodes are named "subgraph/node" (their numbers count within it).
+  static void find_missing(const ::onnx::GraphProto& g, std::map<std::string, std::vector<std::string>>& missing,
+                           const std::string& prefix = "") {
+    for (int i = 0; i < g.node_size(); ++i) {
+      const auto& n = g.node(i);
+      std::string key = converter_key(n);
+      if (!converters().count(key)) missing[key].push_back(prefix + display_name(n, i));
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) find_missing(a.g(), missing, prefix + "'" + (a.g().name().empty() ? a.name() : a.g().name()) + "'/");
+        for (const auto& sub : a.graphs()) find_missing(sub, missing, prefix + "'" + sub.name() + "'/");
+      }
+    }
   }
 
   // All unsupported operators in one message, so a user sees the whole gap at once.
   void check_supported() {
     std::map<std::string, std::vector<std::string>> missing;
-    for (int i = 0; i < graph_.node_size(); ++i) {
-      const auto& n = graph_.node(i);
-      std::string key = converter_key(n);
-      if (!converters().count(key)) missing[key].push_back(display_name(n, i));
-    }
+    find_missing(graph_, missing);
     if (missing.empty()) return;
     std::ostringstream os;
     os << origin_ << ": unsupported ONNX operator" << (missing.size() > 1 ? "s" : "") << " (" << missing.size()
@@ -274,11 +293,18 @@ class Importer {
     return {};
   }
 
-  void convert_node(const ::onnx::NodeProto& node, int index) {
-    std::string where = origin_ + ": ONNX node " + display_name(node, index) + " (" + node.op_type() + ")";
+  // A node of the main graph, or (subgraph non-empty) of a subgraph: the enclosing node's
+  // messages name the model, so a nested node's name that subgraph instead, and the main graph's
+  // node order says nothing of it.
+  void convert_node(const ::onnx::NodeProto& node, int index, const std::string& subgraph = "") {
+    std::string where = subgraph.empty() ? origin_ + ": ONNX node " : "ONNX node ";
+    where += display_name(node, index) + " (" + node.op_type() + ")";
+    if (!subgraph.empty()) where += " of subgraph '" + subgraph + "'";
     std::vector<Expr> inputs;
-    for (const auto& name : node.input()) inputs.push_back(name.empty() ? Expr() : lookup(name, where, index));
+    for (const auto& name : node.input())
+      inputs.push_back(name.empty() ? Expr() : lookup(name, where, subgraph.empty() ? index : -1));
     NodeContext ctx(node, opset_, std::move(inputs), opts_, dir_);
+    ctx.set_graph_runner([this](const ::onnx::GraphProto& g, const std::vector<Expr>& in) { return run_subgraph(g, in); });
     std::vector<Expr> outs;
     try {
       outs = converters().at(converter_key(node))(ctx);
@@ -301,6 +327,55 @@ class Importer {
     }
   }
 
+  // Converts subgraph `g` with its inputs bound to `inputs`, in a scope nested in the current
+  // one: the names it defines shadow the enclosing ones only while it converts (a Loop body runs
+  // once per unrolled iteration, rebinding the same names).
+  std::vector<Expr> run_subgraph(const ::onnx::GraphProto& g, const std::vector<Expr>& inputs) {
+    std::string gname = g.name().empty() ? "(unnamed)" : g.name();
+    KILN_USER_CHECK(g.input_size() == static_cast<int>(inputs.size()))
+        << "subgraph '" << gname << "' has " << g.input_size() << " inputs, the node gives it " << inputs.size();
+    std::vector<std::string> defined;
+    for (const auto& in : g.input()) defined.push_back(in.name());
+    for (const auto& t : g.initializer()) defined.push_back(t.name());
+    for (const auto& n : g.node()) defined.insert(defined.end(), n.output().begin(), n.output().end());
+    std::vector<std::pair<std::string, std::optional<Expr>>> saved_values;
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_unproduced;
+    for (const auto& name : defined) {
+      auto v = values_.find(name);
+      saved_values.emplace_back(name, v == values_.end() ? std::nullopt : std::optional<Expr>(v->second));
+      auto u = unproduced_.find(name);
+      saved_unproduced.emplace_back(name, u == unproduced_.end() ? std::nullopt : std::optional<std::string>(u->second));
+    }
+    std::vector<Expr> outs;
+    // Restored on every exit, errors included.
+    struct Restore {
+      Importer* self;
+      decltype(saved_values)* values;
+      decltype(saved_unproduced)* unproduced;
+      ~Restore() {
+        for (auto it = values->rbegin(); it != values->rend(); ++it) {
+          if (it->second) {
+            self->values_[it->first] = *it->second;
+          } else {
+            self->values_.erase(it->first);
+          }
+        }
+        for (auto it = unproduced->rbegin(); it != unproduced->rend(); ++it) {
+          if (it->second) {
+            self->unproduced_[it->first] = *it->second;
+          } else {
+            self->unproduced_.erase(it->first);
+          }
+        }
+      }
+    } restore{this, &saved_values, &saved_unproduced};
+    for (int i = 0; i < g.input_size(); ++i) values_[g.input(i).name()] = inputs[static_cast<size_t>(i)];
+    for (const auto& t : g.initializer()) values_[t.name()] = make_constant(tensor_from_proto(t, dir_));
+    for (int i = 0; i < g.node_size(); ++i) convert_node(g.node(i), i, gname);
+    for (const auto& o : g.output()) outs.push_back(lookup(o.name(), "subgraph '" + gname + "': output '" + o.name() + "'"));
+    return outs;
+  }
+
   const ::onnx::ModelProto& model_;
   const ::onnx::GraphProto& graph_;
   std::string origin_;
@@ -320,8 +395,10 @@ class Importer {
 namespace {
 ::onnx::ModelProto parse_model(const std::string& bytes, const std::string& origin) {
   ::onnx::ModelProto model;
-  // Protobuf accepts many byte strings; a model without a graph or an opset is not a model.
-  KILN_USER_CHECK(model.ParseFromString(bytes) && model.has_graph() && model.opset_import_size() > 0)
+  // Protobuf accepts many byte strings; a model without a graph or an opset is not a model
+  // (before IR version 3 the opset was implied).
+  KILN_USER_CHECK(model.ParseFromString(bytes) && model.has_graph() &&
+                  (model.opset_import_size() > 0 || (model.ir_version() >= 1 && model.ir_version() < 3)))
       << origin << ": not an ONNX model (cannot parse a ModelProto with a graph and an opset)";
   return model;
 }

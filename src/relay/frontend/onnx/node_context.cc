@@ -146,6 +146,15 @@ HostTensor NodeContext::attr_tensor(const std::string& key) const {
   return tensor_from_proto(expect_attr(key, ::onnx::AttributeProto::TENSOR, "a tensor").t(), model_dir_);
 }
 
+const ::onnx::GraphProto& NodeContext::attr_graph(const std::string& key) const {
+  return expect_attr(key, ::onnx::AttributeProto::GRAPH, "a graph").g();
+}
+
+std::vector<Expr> NodeContext::run_graph(const std::string& key, const std::vector<Expr>& inputs) const {
+  KILN_CHECK(graph_runner_) << "no graph runner for node " << name_;
+  return graph_runner_(attr_graph(key), inputs);
+}
+
 Expr NodeContext::call(const std::string& op, std::vector<Expr> args, Attrs attrs) const {
   Expr e = make_call(op, std::move(args), std::move(attrs), name_);
   const auto* c = e.as<CallNode>();
@@ -167,13 +176,14 @@ Expr NodeContext::call(const std::string& op, std::vector<Expr> args, Attrs attr
 bool is_shape_input(const std::string& op_type, int index) {
   static const std::map<std::string, std::vector<int>> slots = {
       {"Reshape", {1}},   {"Slice", {1, 2, 3, 4}}, {"Split", {1}},        {"Squeeze", {1}},   {"Unsqueeze", {1}},
-      {"Pad", {1, 2, 3}}, {"Resize", {1, 2, 3}},   {"Upsample", {1}},     {"Tile", {1}},      {"Expand", {1}},
+      {"Pad", {1, 2, 3}}, {"Resize", {1, 2, 3}},   {"Upsample", {1}},     {"Tile", {1, 2}},   {"Expand", {1}},
       {"ConstantOfShape", {0}}, {"Range", {0, 1, 2}}, {"Trilu", {1}},     {"Dropout", {1, 2}}, {"ReduceSum", {1}},
       {"ReduceMean", {1}}, {"ReduceMax", {1}},     {"ReduceMin", {1}},    {"ReduceProd", {1}}, {"ReduceL1", {1}},
       {"ReduceL2", {1}},  {"ReduceSumSquare", {1}}, {"ReduceLogSum", {1}}, {"ReduceLogSumExp", {1}}, {"CumSum", {1}},
       {"OneHot", {1}},    {"TopK", {1}},           {"DFT", {1, 2}},       {"STFT", {1, 3}},   {"AffineGrid", {1}},
       {"Col2Im", {1, 2}}, {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"CumProd", {1}},      {"CenterCropPad", {1}},
-      {"HannWindow", {0}}, {"HammingWindow", {0}}, {"BlackmanWindow", {0}}, {"MaxUnpool", {2}}};
+      {"HannWindow", {0}}, {"HammingWindow", {0}}, {"BlackmanWindow", {0}}, {"MaxUnpool", {2}},
+      {"ConstantFill", {0}}, {"RNN", {4}}, {"GRU", {4}}, {"LSTM", {4}}, {"If", {0}}, {"Loop", {0, 1}}};
   auto it = slots.find(op_type);
   return it != slots.end() && std::find(it->second.begin(), it->second.end(), index) != it->second.end();
 }
@@ -209,6 +219,9 @@ const ConverterTable& converters() {
     register_signal_converters(t);
     register_loss_converters(t);
     register_misc_converters(t);
+    register_rnn_converters(t);
+    register_legacy_converters(t);
+    register_control_converters(t);
     return t;
   }();
   return table;
