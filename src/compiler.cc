@@ -67,6 +67,26 @@ std::string group_culprit(const relay::FusedGroup& g, const std::string& kernel)
   return "kernel " + kernel + " (" + g.label() + list + ")";
 }
 
+// A dynamic-batch module (CompileOptions::batch_min/max): the batch-1 kernels loop over the
+// samples, and the plan says the range; the runtime sizes the storages at batch_max samples.
+void make_dynamic_batch(const CompileOptions& o, CompiledModel* out) {
+  const runtime::GraphPlan& plan = out->plan;
+  for (const runtime::GraphIO& io : plan.inputs) {
+    const runtime::GraphEntry& e = plan.entries[io.entry];
+    KILN_USER_CHECK(!e.shape.empty() && !e.is_constant) << "dynamic batch: input '" << io.name << "' has no batch dim";
+  }
+  for (const runtime::GraphIO& io : plan.outputs) {
+    const runtime::GraphEntry& e = plan.entries[io.entry];
+    KILN_SUPPORTED(!e.shape.empty() && !e.is_constant)
+        << "dynamic batch: output '" << io.name << "' does not depend on the batch (a constant or a scalar)";
+  }
+  for (ir::PrimFunc& f : out->kernels) f.batch_loop = true;
+  out->plan.batch_min = o.batch_min;
+  out->plan.batch_max = o.batch_max;
+  out->notes.push_back("dynamic batch " + std::to_string(o.batch_min) + ".." + std::to_string(o.batch_max) +
+                       ": kernels compiled for one sample loop over the batch at run time");
+}
+
 }  // namespace
 
 bool parse_precision(const std::string& name) {
@@ -170,6 +190,12 @@ FusedProgram fuse_model(const relay::Module& module, const CompileOptions& optio
 }
 
 CompiledModel compile(const relay::Module& module, const CompileOptions& options) {
+  if (options.batch_max > 0) {
+    KILN_USER_CHECK(options.batch_min >= 1 && options.batch_max >= options.batch_min)
+        << "dynamic batch: bad batch range " << options.batch_min << ".." << options.batch_max;
+    KILN_SUPPORTED(!options.target.is_gpu()) << "dynamic batch is not supported for GPU targets yet (target '"
+                                             << options.target.str() << "'): compile for a fixed batch (--input-shape NAME=N,...)";
+  }
   StageDumper dump = make_dumper(options);
   CompiledModel out;
   out.notes.push_back("target: " + options.target.summary());
@@ -210,6 +236,7 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
     out.notes.insert(out.notes.end(), notes.begin(), notes.end());
   }
   out.plan = lower::make_graph_plan(fused, memory, names, flops, options.target, &out.weights);
+  if (options.batch_max > 0) make_dynamic_batch(options, &out);
   if (options.target.is_gpu()) {
     out.device = codegen::build_gpu(out.kernels, options.target);
     out.notes.insert(out.notes.end(), out.device->notes.begin(), out.device->notes.end());

@@ -63,6 +63,12 @@ struct CompileOptions {
   // `--precision fp16`: activations and weights stored in float16, sums in float32
   // (relay::convert_to_float16); inputs and outputs stay float32.
   bool float16 = false;
+  // Dynamic batch (runtime/graph_plan.h): the module was imported at batch 1 (every input's
+  // leading dim is one sample's) and runs batches batch_min..batch_max; 0: static. CPU targets
+  // only; the caller checks that the model computes each sample on its own
+  // (relay::check_batch_separable).
+  int64_t batch_min = 0;
+  int64_t batch_max = 0;
   lower::StrategyOptions strategy_options() const;
 };
 

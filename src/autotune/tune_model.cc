@@ -65,20 +65,28 @@ struct Collector {
   }
 };
 
+// What a tune refuses before it measures anything: no trials; a log that exists and is not one,
+// or whose directory does not (rank 0 alone has the log).
+void check_options(const TuneModelOptions& o, bool lead) {
+  KILN_USER_CHECK(o.trials >= 1) << "trials must be at least 1, got " << o.trials;
+  if (!lead) return;
+  (void)read_log_checked(o.log, /*must_exist=*/false);
+  const std::filesystem::path log_dir = std::filesystem::absolute(o.log).parent_path();
+  KILN_USER_CHECK(std::filesystem::is_directory(log_dir))
+      << "cannot write tuning log '" << o.log << "': no directory '" << log_dir.string() << "'";
+}
+
 std::vector<PlotSeries> tune_ranks(const mpi::Ranks& ranks, const relay::Module& module, const std::string& name,
                                    const TuneModelOptions& o, const std::function<void(const std::string&)>& line,
                                    const std::function<void(const std::string&)>& note) {
   using Clock = std::chrono::steady_clock;
-  KILN_USER_CHECK(o.trials >= 1) << "trials must be at least 1, got " << o.trials;
+  check_options(o, ranks.rank == 0);
   const bool distributed = ranks.size > 1, lead = ranks.rank == 0;
   // A log that exists must be one (resumed); a missing one is created by the first record. Only
   // rank 0 has it (no shared filesystem is assumed): it sends the others its content.
   TuningLog existing;
   if (lead) {
     existing = read_log_checked(o.log, /*must_exist=*/false);
-    const std::filesystem::path log_dir = std::filesystem::absolute(o.log).parent_path();
-    KILN_USER_CHECK(std::filesystem::is_directory(log_dir))
-        << "cannot write tuning log '" << o.log << "': no directory '" << log_dir.string() << "'";
   }
   if (distributed) existing = parse_log(mpi::broadcast(lead ? file_text(o.log) : ""));
   const Target& target = o.compile.target;
@@ -183,12 +191,13 @@ std::vector<PlotSeries> tune_model(const relay::Module& module, const std::strin
   const mpi::Ranks ranks = mpi::ranks();
   if (ranks.size == 1) {
     if (!o.graph_choices || o.compile.target.is_gpu()) return tune_ranks(ranks, module, name, o, line, note);
-    // The graph first: its kernels are the ones worth tuning.
+    // The graph first: its kernels are the ones worth tuning. What tune_ranks would refuse is
+    // refused before the model is measured.
+    check_options(o, /*lead=*/true);
     GraphTuneOptions g;
     g.log = o.log;
     g.compile = o.compile;
     g.fixed = o.fixed_graph_choices;
-    (void)read_log_checked(o.log, /*must_exist=*/false);  // a file that is not a log: refused before measuring
     line(name + ": graph choices (" + graph_workload_key(module) + ")");
     TuneModelOptions chosen = o;
     apply_graph_knobs(tune_graph_choices(module, g, line), &chosen.compile);

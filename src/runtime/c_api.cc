@@ -176,6 +176,17 @@ kiln_status kiln_module_input_info(const kiln_module* mod, int32_t index, kiln_t
   });
 }
 
+kiln_status kiln_module_batch_range(const kiln_module* mod, int64_t* min, int64_t* max) {
+  return guarded("kiln_module_batch_range", [&] {
+    require(mod, "module");
+    require(min, "min");
+    require(max, "max");
+    const kiln::runtime::GraphPlan& plan = mod->exec.module().plan();
+    *min = plan.batch_min;
+    *max = plan.batch_max;
+  });
+}
+
 kiln_status kiln_module_output_info(const kiln_module* mod, int32_t index, kiln_tensor_info* info) {
   return guarded("kiln_module_output_info", [&] {
     require(mod, "module");

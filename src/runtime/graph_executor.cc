@@ -104,6 +104,30 @@ struct GraphExecutor::Impl {
   std::unique_ptr<DeviceGraphContext> device;
   bool profiling = false;
   std::vector<GraphExecutor::NodeProfile> profile;
+  // Dynamic batch (GraphPlan::batch_max > 0): the batch of the next run; the batch each input
+  // was set with; outputs whose samples are not adjacent (an entry smaller than its storage)
+  // are gathered into `gathered` when viewed. A kernel's batch argument {n, each argument's
+  // stride} lives at the end of its node_args, int64 values in void* slots (both 8 bytes), the
+  // last pointer pointing at it: no new containers, for the runtime's size budget
+  // (tests/c/runtime_size.cmake).
+  int64_t batch = 0;
+  std::vector<int64_t> input_batch;
+  mutable std::vector<std::vector<char>> gathered;
+  bool dynamic() const { return batch > 0; }
+  // The bytes between two samples of entry e (0 for a constant).
+  int64_t stride(int e) const {
+    const GraphEntry& g = module->plan().entries[e];
+    return g.is_constant ? 0 : batch_stride(module->plan().storage_bytes[g.storage]);
+  }
+  // A sample's leading dim of an input or output (the plan's batch-1 shape).
+  int64_t sample_rows(int entry) const { return module->plan().entries[entry].shape[0]; }
+  __attribute__((noinline)) void set_batch(int64_t n) {
+    batch = n;
+    for (size_t k = 0; k < node_args.size(); ++k)
+      node_args[k][module->plan().nodes[k].args.size() + 1] = reinterpret_cast<void*>(static_cast<intptr_t>(n));
+    for (size_t i = 0; i < inputs.size(); ++i) inputs[i].shape[0] = n * sample_rows(input_entries[i]);
+    for (size_t i = 0; i < outputs.size(); ++i) outputs[i].shape[0] = n * sample_rows(output_entries[i]);
+  }
 
   size_t bytes_of(int entry) const {
     const GraphEntry& e = module->plan().entries[entry];
@@ -130,9 +154,12 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const LoadedModule> module) : impl_
   constexpr size_t kPage = 4096;
   std::vector<size_t> starts;
   size_t total = 0;
+  // A dynamic-batch plan's storages hold batch_max samples (plan_problem bounds the product).
+  const int64_t samples = plan.batch_max > 0 ? plan.batch_max : 1;
   for (int64_t bytes : plan.storage_bytes) {
     starts.push_back(total);
-    total += (static_cast<size_t>(bytes) + kPage - 1) / kPage * kPage;
+    int64_t all = plan.batch_max > 0 ? batch_stride(bytes) * samples : bytes;
+    total += (static_cast<size_t>(all) + kPage - 1) / kPage * kPage;
   }
   void* arena = nullptr;
   if (posix_memalign(&arena, kPage, total == 0 ? kPage : total) != 0 || arena == nullptr)
@@ -146,9 +173,24 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const LoadedModule> module) : impl_
                             : static_cast<void*>(m.storage_ptrs[e.storage] + e.offset);
     m.entry_data.push_back(p);
   }
+  const bool dynamic = plan.batch_max > 0;
+  static_assert(sizeof(void*) == sizeof(int64_t), "batch arguments share the pointer slots");
   for (const GraphNode& n : plan.nodes) {
     std::vector<void*> args;
     for (int a : n.args) args.push_back(m.entry_data[a]);
+    if (dynamic) {
+      // The kernel's last argument points at {n, each argument's stride} (ir::PrimFunc::batch_loop),
+      // kept after it in this vector, which is never resized again. (Lvalues: push_back(const&)
+      // is the one instantiation the runtime has.)
+      void* slot = nullptr;
+      args.push_back(slot);
+      args.push_back(slot);  // n: set_batch
+      for (int a : n.args) {
+        slot = reinterpret_cast<void*>(static_cast<intptr_t>(m.stride(a)));
+        args.push_back(slot);
+      }
+      args[n.args.size()] = &args[n.args.size() + 1];
+    }
     m.node_args.push_back(std::move(args));
   }
   auto info = [&](const GraphIO& io) {
@@ -168,13 +210,17 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const LoadedModule> module) : impl_
       shared = elo < hi && lo < ehi && ehi > elo && hi > lo;
     }
     m.needs_staging.push_back(shared);
-    m.staged.emplace_back(shared ? m.bytes_of(io.entry) : 0);
+    m.staged.emplace_back(shared ? m.bytes_of(io.entry) * static_cast<size_t>(samples) : 0);
   }
   m.input_set.assign(m.inputs.size(), 0);
+  m.input_batch = std::vector<int64_t>(m.inputs.size());
   for (const GraphIO& io : plan.outputs) {
     m.outputs.push_back(info(io));
     m.output_entries.push_back(io.entry);
+    const bool gather = m.stride(io.entry) != static_cast<int64_t>(m.bytes_of(io.entry));
+    m.gathered.emplace_back(dynamic && gather ? m.bytes_of(io.entry) * static_cast<size_t>(samples) : 0);
   }
+  if (dynamic) m.set_batch(plan.batch_min);
   // Errors from the device library are rethrown as this library's own (its exception types are
   // its own copies).
   if (const DeviceGraph* g = m.module->device_graph()) try {
@@ -228,10 +274,43 @@ void GraphExecutor::set_input(int index, const DLTensor& value) {
     m.input_set[index] = 2;
     return;
   }
-  check_tensor("input '" + info.name + "'", info, value);
   int entry = m.input_entries[index];
-  void* dst = m.needs_staging[index] ? static_cast<void*>(m.staged[index].data()) : m.entry_data[entry];
-  strided_copy(value, dst, dtype_bytes(info.dtype), /*to_compact=*/true);
+  char* dst = static_cast<char*>(m.needs_staging[index] ? static_cast<void*>(m.staged[index].data()) : m.entry_data[entry]);
+  const std::string what = "input '" + info.name + "'";
+  const size_t elem = dtype_bytes(info.dtype);
+  if (!m.dynamic()) {
+    check_tensor(what, info, value);
+    strided_copy(value, dst, elem, /*to_compact=*/true);
+  } else {
+    // n samples of a sample's rows each, n in the plan's range, becomes the batch of the next
+    // run (before the shape check: a failed set_input may have changed it); sample b goes to
+    // dst + b * the entry's stride.
+    const GraphPlan& plan = m.module->plan();
+    const int64_t rows = m.sample_rows(entry);
+    const int64_t n = value.ndim > 0 && value.shape != nullptr && value.shape[0] > 0 ? value.shape[0] / rows : 0;
+    if (n < plan.batch_min || n > plan.batch_max)
+      fail(ErrorKind::kInvalidArgument, what + ": batch " + std::to_string(static_cast<uint64_t>(n)) +
+                                            " is outside the module's range " + std::to_string(static_cast<uint64_t>(plan.batch_min)) +
+                                            ".." + std::to_string(static_cast<uint64_t>(plan.batch_max)));
+    if (n != m.batch) {
+      m.have_outputs = false;  // the output shapes change with the batch
+      m.set_batch(n);
+    }
+    std::vector<int64_t>& shape = m.inputs[index].shape;  // n * rows now
+    check_tensor(what, info, value);
+    const int64_t sample_elems = numel(shape) / n;
+    DLTensor sample = value;
+    sample.shape = shape.data();
+    shape[0] = rows;  // one sample's shape while copying
+    for (int64_t b = 0; b < n; ++b) {
+      // A sample's first element: row b * rows, strided or not.
+      int64_t first = value.strides ? b * rows * value.strides[0] : b * sample_elems;
+      sample.byte_offset = value.byte_offset + static_cast<uint64_t>(first) * elem;
+      strided_copy(sample, dst + b * m.stride(entry), elem, /*to_compact=*/true);
+    }
+    shape[0] = n * rows;
+    m.input_batch[index] = n;
+  }
   // Outputs stay valid: an input that shares bytes with any other entry is staged, so this
   // copy never lands on an output.
   m.input_set[index] = 1;
@@ -259,14 +338,26 @@ void GraphExecutor::run() {
     m.have_outputs = true;
     return;
   }
-  for (size_t i = 0; i < m.inputs.size(); ++i)
-    if (m.needs_staging[i]) std::memcpy(m.entry_data[m.input_entries[i]], m.staged[i].data(), m.staged[i].size());
+  for (size_t i = 0; m.dynamic() && i < m.inputs.size(); ++i)
+    if (m.input_batch[i] != m.batch)
+      fail(ErrorKind::kInvalidArgument, "run: input '" + m.inputs[i].name + "' has another batch than the last input set");
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    if (!m.needs_staging[i]) continue;
+    if (!m.dynamic()) {
+      std::memcpy(m.entry_data[m.input_entries[i]], m.staged[i].data(), m.staged[i].size());
+      continue;
+    }
+    const int e = m.input_entries[i];
+    for (int64_t b = 0; b < m.batch; ++b)
+      std::memcpy(static_cast<char*>(m.entry_data[e]) + b * m.stride(e), m.staged[i].data() + b * m.stride(e), m.bytes_of(e));
+  }
   using Clock = std::chrono::steady_clock;
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     const std::vector<void*>& args = m.node_args[n];
     Clock::time_point t0;
     if (m.profiling) t0 = Clock::now();
-    int32_t rc = m.module->node_kernel(n)(args.data(), static_cast<int32_t>(args.size()));
+    // A dynamic-batch node's batch argument is one more; its values follow (constructor).
+    int32_t rc = m.module->node_kernel(n)(args.data(), static_cast<int32_t>(plan.nodes[n].args.size()) + m.dynamic());
     if (m.profiling) m.profile[n].seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     if (rc != 0) {
       const GraphNode& node = plan.nodes[n];
@@ -285,7 +376,16 @@ DLTensor GraphExecutor::output_view(int index) const {
   const TensorInfo& info = output_info(index);
   if (!impl_->have_outputs) fail(ErrorKind::kState, "output '" + info.name + "' has not been computed (call run first)");
   DLTensor t{};
-  t.data = impl_->entry_data[impl_->output_entries[index]];
+  const Impl& m = *impl_;
+  const int e = m.output_entries[index];
+  t.data = m.entry_data[e];
+  // Samples lie a storage apart; when that is more than the entry, they are gathered.
+  if (!m.gathered[index].empty()) {
+    std::vector<char>& g = m.gathered[index];
+    for (int64_t b = 0; b < m.batch; ++b)
+      std::memcpy(g.data() + b * m.bytes_of(e), static_cast<char*>(t.data) + b * m.stride(e), m.bytes_of(e));
+    t.data = g.data();
+  }
   if (impl_->device) impl_->device->output_to_host(index, t.data);
   t.device = DLDevice{kDLCPU, 0};
   t.ndim = static_cast<int>(info.shape.size());

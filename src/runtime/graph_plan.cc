@@ -115,7 +115,11 @@ std::string encode_plan(const GraphPlan& plan) {
   Writer w;
   const bool device = plan.device_type != kDLCPU;
   for (char c : kMagic) w.put<char>(c);
-  if (plan.has_costs)
+  // A dynamic-batch plan is a CPU plan (kiln::compile makes no other) and has costs.
+  const bool dynamic = plan.batch_max > 0 && !device;
+  if (dynamic)
+    w.put<uint32_t>(kDynamicBatchPlanFormatVersion);
+  else if (plan.has_costs)
     w.put<uint32_t>(device ? kDeviceCostPlanFormatVersion : kCostPlanFormatVersion);
   else
     w.put<uint32_t>(device ? kDevicePlanFormatVersion : kPlanFormatVersion);
@@ -149,12 +153,16 @@ std::string encode_plan(const GraphPlan& plan) {
       for (uint32_t v : n.launch.block) w.put<uint32_t>(v);
       w.put<uint32_t>(n.launch.dynamic_shared_bytes);
     }
-    if (!plan.has_costs) continue;
+    if (!plan.has_costs && !dynamic) continue;  // version 5 always has costs
     w.put<double>(n.flops);
     w.put<int64_t>(n.bytes);
   }
   encode_io(w, plan.inputs);
   encode_io(w, plan.outputs);
+  if (dynamic) {
+    w.put<int64_t>(plan.batch_min);
+    w.put<int64_t>(plan.batch_max);
+  }
   return w.take();
 }
 
@@ -164,9 +172,10 @@ GraphPlan decode_plan(const void* data, size_t size) {
   for (char& c : magic) c = r.get<char>("the header");
   if (std::memcmp(magic, kMagic, 4) != 0) Reader::bad("not a kiln graph plan (no KPLN header)");
   uint32_t version = r.get<uint32_t>("the format version");
-  if (version < kPlanFormatVersion || version > kDeviceCostPlanFormatVersion)
+  if (version < kPlanFormatVersion || version > kDynamicBatchPlanFormatVersion)
     Reader::bad("format version " + std::to_string(version) + " is not supported (this runtime reads " +
-                std::to_string(kPlanFormatVersion) + " to " + std::to_string(kDeviceCostPlanFormatVersion) + ")");
+                std::to_string(kPlanFormatVersion) + " to " + std::to_string(kDynamicBatchPlanFormatVersion) + ")");
+  const bool dynamic = version == kDynamicBatchPlanFormatVersion;
   const bool device = version == kDevicePlanFormatVersion || version == kDeviceCostPlanFormatVersion;
   GraphPlan plan;
   plan.has_costs = version >= kCostPlanFormatVersion;
@@ -213,6 +222,11 @@ GraphPlan decode_plan(const void* data, size_t size) {
   }
   plan.inputs = decode_io(r, "inputs");
   plan.outputs = decode_io(r, "outputs");
+  if (dynamic) {
+    // plan_problem checks the range.
+    plan.batch_min = r.get<int64_t>("the batch range");
+    plan.batch_max = r.get<int64_t>("the batch range");
+  }
   if (r.left() != 0) Reader::bad(std::to_string(r.left()) + " bytes after the end of the plan");
   return plan;
 }

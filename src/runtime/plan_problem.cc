@@ -77,6 +77,21 @@ std::string plan_problem(const GraphPlan& plan, int64_t weights_bytes) {
   for (const GraphIO& in : plan.inputs)
     if (plan.entries[in.entry].is_constant) return "input '" + in.name + "' is a constant entry";
   if (plan.outputs.empty()) return "the plan has no outputs";
+  if (plan.batch_max != 0 || plan.batch_min != 0) {
+    // Storages are allocated at batch_max samples: keep that product far from overflowing.
+    // Saturating (a damaged plan's sizes may be anything): 2^47 is past every limit below.
+    const int64_t big = int64_t{1} << 47;
+    int64_t total = 0;
+    for (int64_t b : plan.storage_bytes) total = b >= big || total + batch_stride(b) >= big ? big : total + batch_stride(b);
+    if (plan.batch_min < 1 || plan.batch_max < plan.batch_min || plan.batch_max > (int64_t{1} << 20) ||
+        (total > 0 && plan.batch_max > (int64_t{1} << 46) / total))
+      return "bad batch range " + std::to_string(static_cast<uint64_t>(plan.batch_min)) + ".." +
+             std::to_string(static_cast<uint64_t>(plan.batch_max));
+    for (const auto* list : {&plan.inputs, &plan.outputs})
+      for (const GraphIO& io : *list)
+        if (plan.entries[io.entry].shape.empty() || plan.entries[io.entry].shape[0] < 1 || plan.entries[io.entry].is_constant)
+          return "'" + io.name + "' of a dynamic-batch plan has no batch dim";
+  }
   return "";
 }
 

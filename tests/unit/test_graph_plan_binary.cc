@@ -148,7 +148,7 @@ TEST_CASE("decode_plan refuses a foreign header, another version, impossible cou
 
   s = good;
   poke<uint32_t>(s, 4, 9);
-  CHECK_THROWS_WITH(decode(s), Contains("format version 9 is not supported (this runtime reads 1 to 4)"));
+  CHECK_THROWS_WITH(decode(s), Contains("format version 9 is not supported (this runtime reads 1 to 5)"));
 
   // The storage count sits after the header (8), the two strings (9 + 22) and the weights (16).
   const size_t storages_at = 8 + 9 + 22 + 16;
@@ -191,4 +191,36 @@ TEST_CASE("plan_problem names the entry, node or input a decoded plan gets wrong
   p = small_plan();
   p.outputs[1].name = "y";
   CHECK_THAT(plan_problem(p, p.weights_bytes), Contains("output 1 'y': the name is used twice"));
+}
+
+TEST_CASE("a dynamic-batch plan round-trips as version 5 with its batch range, and bad ranges are refused", "[graph][plan]") {
+  using Catch::Matchers::Contains;
+  GraphPlan p = small_plan();
+  p.outputs.pop_back();  // a scalar output has no batch dim
+  p.has_costs = true;
+  p.batch_min = 1;
+  p.batch_max = 32;
+  std::string b = encode_plan(p);
+  uint32_t version = 0;
+  std::memcpy(&version, b.data() + 4, 4);
+  CHECK(version == kDynamicBatchPlanFormatVersion);
+  GraphPlan q = decode(b);
+  require_same(p, q);
+  CHECK(q.batch_min == 1);
+  CHECK(q.batch_max == 32);
+  CHECK(plan_problem(q, q.weights_bytes).empty());
+  // The range is the plan's last 16 bytes.
+  std::string s = b;
+  poke<int64_t>(s, s.size() - 16, 0);
+  CHECK_THAT(plan_problem(decode(s), q.weights_bytes), Contains("bad batch range 0..32"));
+  poke<int64_t>(s, s.size() - 16, 33);
+  CHECK_THAT(plan_problem(decode(s), q.weights_bytes), Contains("bad batch range 33..32"));
+  CHECK_THROWS_WITH(decode(b.substr(0, b.size() - 8)), Contains("the batch range"));
+  q.batch_max = int64_t(1) << 40;
+  CHECK_THAT(plan_problem(q, q.weights_bytes), Contains("bad batch range 1..1099511627776"));
+  q = decode(b);
+  q.outputs.push_back({"idx", 3});
+  CHECK_THAT(plan_problem(q, q.weights_bytes), Contains("'idx' of a dynamic-batch plan has no batch dim"));
+  CHECK(batch_stride(1) == 64);
+  CHECK(batch_stride(128) == 128);
 }

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "kiln/relay/batch_separable.h"
 #include "kiln/support/error.h"
 #include "tensor_file.h"
 
@@ -23,6 +24,46 @@ std::optional<relay::Shape> parse_dims(const std::string& text) {
     if (end == std::string::npos) return shape;
     pos = end + 1;
   }
+}
+
+// "MIN..MAX" to the batch range: decimal bounds, 1 <= MIN <= MAX <= kMaxBatch; nullopt for
+// anything that is not a range at all, kiln::Error for a range that is wrong.
+constexpr int64_t kMaxBatch = int64_t{1} << 20;  // what the runtime accepts (plan_problem)
+std::optional<std::pair<int64_t, int64_t>> parse_range(const std::string& dim, const std::string& spec) {
+  size_t dots = dim.find("..");
+  if (dots == std::string::npos) return std::nullopt;
+  std::string lo = dim.substr(0, dots), hi = dim.substr(dots + 2);
+  auto number = [](const std::string& t) {
+    if (t.empty() || t.size() > 12) return false;
+    for (char ch : t)
+      if (!std::isdigit(static_cast<unsigned char>(ch))) return false;
+    return true;
+  };
+  KILN_USER_CHECK(number(lo) && number(hi)) << "--input-shape '" << spec << "': a batch range is MIN..MAX (e.g. 1..32)";
+  int64_t a = std::stoll(lo), b = std::stoll(hi);
+  KILN_USER_CHECK(a >= 1) << "--input-shape '" << spec << "': the smallest batch must be at least 1, got " << a;
+  KILN_USER_CHECK(a <= b) << "--input-shape '" << spec << "': the batch range " << a << ".." << b << " is empty";
+  KILN_USER_CHECK(b <= kMaxBatch) << "--input-shape '" << spec << "': the largest batch may be at most " << kMaxBatch;
+  return std::make_pair(a, b);
+}
+
+// The dims of a spec whose first dim may be a batch range: the range goes to *range (nullopt
+// when there is none) and the first dim becomes one sample's, 1. nullopt for a malformed spec.
+std::optional<relay::Shape> parse_dims_with_range(const std::string& dims, const std::string& spec,
+                                                  std::optional<std::pair<int64_t, int64_t>>* range) {
+  size_t comma = dims.find(',');
+  std::string first = dims.substr(0, comma);
+  *range = parse_range(first, spec);
+  if (!*range) {
+    KILN_USER_CHECK(dims.find("..") == std::string::npos)
+        << "--input-shape '" << spec << "': only the first (batch) dim may be a range MIN..MAX";
+    return parse_dims(dims);
+  }
+  if (comma == std::string::npos) return relay::Shape{1};
+  std::optional<relay::Shape> rest = parse_dims(dims.substr(comma + 1));
+  KILN_USER_CHECK(rest) << "--input-shape '" << spec << "': only the first (batch) dim may be a range MIN..MAX";
+  rest->insert(rest->begin(), 1);
+  return rest;
 }
 
 // A CLI11 check of NAME=VALUE whose VALUE `value_ok` accepts; `form` is shown in the message.
@@ -69,20 +110,35 @@ std::map<std::string, relay::HostTensor> read_bind_specs(const std::vector<std::
   });
 }
 
-void add_input_shape_option(CLI::App* cmd, std::vector<std::string>* specs) {
-  cmd->add_option("--input-shape", *specs,
-                  "NAME=D0,D1,...: the shape of graph input NAME, for its symbolic dims (\"batch\"); repeatable")
-      ->check(name_equals("NAME=D0,D1,... (e.g. input=1,3,224,224)",
-                          [](const std::string& v) { return parse_dims(v).has_value(); }));
+void add_input_shape_option(CLI::App* cmd, std::vector<std::string>* specs, bool batch_range) {
+  std::string help = "NAME=D0,D1,...: the shape of graph input NAME, for its symbolic dims (\"batch\"); repeatable";
+  if (batch_range)
+    help += ". D0 may be a batch range MIN..MAX (input=1..32,3,224,224): one module that runs any batch in it";
+  // A range is checked when the specs are read: its errors say what is wrong with it (and
+  // commands without batch_range say that they take none).
+  cmd->add_option("--input-shape", *specs, help)
+      ->check(name_equals("NAME=D0,D1,... (e.g. input=1,3,224,224)", [](const std::string& v) {
+        return parse_dims(v).has_value() || v.find("..") != std::string::npos;
+      }));
 }
 
-std::map<std::string, relay::Shape> read_shape_specs(const std::vector<std::string>& specs) {
-  return read_specs<relay::Shape>("--input-shape", "NAME=D0,D1,...", specs,
-                                  [](const std::string& spec, const std::string& dims) {
-                                    std::optional<relay::Shape> s = parse_dims(dims);
-                                    KILN_USER_CHECK(s) << "--input-shape expects NAME=D0,D1,..., got '" << spec << "'";
-                                    return *s;
-                                  });
+std::map<std::string, relay::Shape> read_shape_specs(const std::vector<std::string>& specs, BatchRange* batch) {
+  return read_specs<relay::Shape>(
+      "--input-shape", "NAME=D0,D1,...", specs, [batch](const std::string& spec, const std::string& dims) {
+        std::optional<std::pair<int64_t, int64_t>> range;
+        std::optional<relay::Shape> s = parse_dims_with_range(dims, spec, &range);
+        KILN_USER_CHECK(s) << "--input-shape expects NAME=D0,D1,..., got '" << spec << "'";
+        if (!range) return *s;
+        KILN_USER_CHECK(batch != nullptr) << "--input-shape '" << spec
+                                          << "': a batch range (dynamic batch) is not taken here";
+        KILN_USER_CHECK(batch->inputs.empty() || (batch->min == range->first && batch->max == range->second))
+            << "--input-shape '" << spec << "': every input's batch range must be the same (another input has "
+            << batch->min << ".." << batch->max << ")";
+        batch->min = range->first;
+        batch->max = range->second;
+        batch->inputs.push_back(split_spec(spec)->first);
+        return *s;
+      });
 }
 
 relay::Module import_binding(const std::string& model, relay::OnnxImportOptions& opts,
@@ -106,13 +162,35 @@ relay::Module import_binding(const std::string& model, relay::OnnxImportOptions&
   }
 }
 
+void check_batch_range(const std::string& model, const relay::OnnxImportOptions& opts, const relay::Module& one,
+                       const BatchRange& range) {
+  relay::OnnxImportOptions two_opts = opts;
+  for (const std::string& name : range.inputs) two_opts.input_shapes.at(name)[0] *= 2;
+  relay::Module two;
+  try {
+    two = relay::from_onnx(model, two_opts);
+  } catch (const UnsupportedError&) {
+    throw;
+  } catch (const relay::CompileTimeInputError&) {
+    throw;
+  } catch (const Error& e) {
+    KILN_SUPPORTED(false) << "dynamic batch: the model does not import at batch 2 (" << e.what()
+                          << "); is its batch dim fixed in the graph? Compile for a fixed batch (--input-shape NAME=N,...)";
+  }
+  relay::check_batch_separable(one, two);
+}
+
 relay::Module import_for_compile(const std::string& model, const std::vector<std::string>& bind_specs,
-                                 const std::vector<std::string>& shape_specs) {
+                                 const std::vector<std::string>& shape_specs, BatchRange* batch) {
   relay::OnnxImportOptions opts;
   opts.bind = read_bind_specs(bind_specs);
-  opts.input_shapes = read_shape_specs(shape_specs);
+  BatchRange range;
+  opts.input_shapes = read_shape_specs(shape_specs, batch ? &range : nullptr);
+  if (batch) *batch = range;
   try {
-    return relay::from_onnx(model, opts);
+    relay::Module one = relay::from_onnx(model, opts);
+    if (!range.inputs.empty()) check_batch_range(model, opts, one, range);
+    return one;
   } catch (const relay::CompileTimeInputError& e) {
     std::string hint;
     for (const std::string& name : e.inputs())

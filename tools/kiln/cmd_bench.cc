@@ -39,19 +39,10 @@ double process_cpu_seconds() {
 // user gave, for the file.
 // Returns each node's median seconds, in plan order.
 std::vector<double> print_profile(const std::string& path, const autotune::TimerOptions& opts,
-                                  const std::string& json_path, const std::string& module) {
+                                  const std::string& json_path, const std::string& module,
+                                  const std::vector<relay::HostTensor>& inputs) {
   runtime::GraphExecutor exec = runtime::GraphExecutor::load(path);
-  std::vector<relay::HostTensor> inputs;
-  for (int i = 0; i < exec.num_inputs(); ++i) {
-    const runtime::TensorInfo& ti = exec.input_info(i);
-    kiln_tensor_info info{};
-    info.name = ti.name.c_str();
-    info.dtype = ti.dtype;
-    info.ndim = static_cast<int32_t>(ti.shape.size());
-    info.shape = ti.shape.data();
-    inputs.push_back(random_tensor(info, 1234 + i));
-    exec.set_input(i, view_of(inputs.back()));
-  }
+  for (int i = 0; i < exec.num_inputs(); ++i) exec.set_input(i, view_of(inputs.at(i)));
   for (int i = 0; i < opts.warmup; ++i) exec.run();
   exec.set_profiling(true);
   int runs = std::max(opts.repeat, 10) * 5;
@@ -112,6 +103,7 @@ void add_bench(CLI::App& app, int* status) {
   struct Args {
     std::string module, target, profile_json, roofline_svg;
     int threads = 0, repeat = 20;
+    int64_t batch = 0;
     bool profile = false, roofline = false;
   };
   auto args = std::make_shared<Args>();
@@ -121,6 +113,7 @@ void add_bench(CLI::App& app, int* status) {
   c->add_option("--target", args->target, "compile an .onnx model for this target; a .so must have been built for it");
   c->add_option("--threads", args->threads, "threads (default: KILN_NUM_THREADS, else all cores)");
   c->add_option("--repeat", args->repeat, "timed samples (each at least 0.1 s of runs)");
+  c->add_option("--batch", args->batch, "N: run a dynamic-batch module at batch N (default: its smallest batch)");
   c->add_flag("--profile", args->profile, "also time every kernel and print them, slowest first");
   c->add_option("--profile-json", args->profile_json,
                 "FILE: with --profile, also write each kernel's median time as JSON (for kiln compile --dot-profile)")
@@ -141,7 +134,9 @@ void add_bench(CLI::App& app, int* status) {
         if (!args->roofline_svg.empty()) write_text(args->roofline_svg, "", "--roofline-svg");  // unwritable: say so before timing
       }
       LoadedModel m(file.path());
-      for (int i = 0; i < m.num_inputs(); ++i) m.set_input(i, random_tensor(m.input_info(i), 1234 + i));
+      std::vector<relay::HostTensor> inputs = m.random_inputs(args->batch);
+      for (int i = 0; i < m.num_inputs(); ++i) m.set_input(i, inputs[i]);
+      if (args->batch > 0) std::cout << "batch " << args->batch << "\n";
       autotune::TimerOptions opts;
       opts.warmup = 3;
       opts.repeat = std::max(1, args->repeat);
@@ -157,7 +152,7 @@ void add_bench(CLI::App& app, int* status) {
       // steadier figure than the wall clock, which counts the time other processes held the core.
       std::cout << "cpu " << cpu / calls * 1e3 << " ms per run\n";
       if (args->profile || args->roofline) {
-        std::vector<double> medians = print_profile(file.path(), opts, args->profile_json, args->module);
+        std::vector<double> medians = print_profile(file.path(), opts, args->profile_json, args->module, inputs);
         if (args->roofline) print_roofline(loaded->plan(), medians, args->roofline_svg, args->module);
       }
       return kOk;

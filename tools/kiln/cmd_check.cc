@@ -3,7 +3,8 @@
 // expected output_N.pb or output_N.npy (inputs too may be input_N.pb or .npy, tensor_file.h).
 // Inputs the importer needs at compile time (a Pad's pads) are bound from each data
 // set, and inputs with symbolic dims that --input-shape does not give take the data set's shape;
-// sets that differ in either compile once each. Prints PASS or FAIL with the worst error and the tolerances; exit 0 on
+// sets that differ in either compile once each; a batch range (--input-shape NAME=MIN..MAX,...)
+// compiles one dynamic-batch module that runs every set at its own batch. Prints PASS or FAIL with the worst error and the tolerances; exit 0 on
 // pass, 1 on a mismatch, 3 (kUnsupported) when the model uses something kiln does not implement.
 // A target for another architecture (aarch64) runs in kiln-runner under qemu-aarch64
 // (external_runner.h); --runner runs a host module through a kiln-runner too.
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "bind.h"
@@ -205,7 +207,8 @@ void compare_sets(Loaded& loaded, const std::vector<const DataSet*>& sets,
 }
 
 int check_case(const fs::path& dir, double rtol, double atol, const CompileOptions& copts, const std::string& tuning_log,
-               const GraphChoiceFlags& graph, const std::optional<RunnerCommand>& runner, const std::map<std::string, relay::Shape>& given_shapes) {
+               const GraphChoiceFlags& graph, const std::optional<RunnerCommand>& runner, const std::map<std::string, relay::Shape>& given_shapes,
+               const BatchRange& batch) {
   fs::path model = dir / "model.onnx";
   KILN_USER_CHECK(fs::exists(model)) << "no model.onnx in '" << dir.string() << "'";
   std::vector<fs::path> set_dirs = sorted_files(dir, "test_data_set_");
@@ -214,9 +217,11 @@ int check_case(const fs::path& dir, double rtol, double atol, const CompileOptio
   std::vector<DataSet> sets;
   for (const fs::path& d : set_dirs) sets.push_back(read_data_set(d, input_names));
   // A given shape fixes the module's input: a data set that disagrees could never run on it.
+  // (A batch range takes any batch in it: the runtime checks each data set's.)
+  const std::set<std::string> ranged(batch.inputs.begin(), batch.inputs.end());
   for (const DataSet& set : sets)
     for (const auto& [name, shape] : given_shapes)
-      KILN_USER_CHECK(!set.inputs.count(name) || set.inputs.at(name).first.shape() == shape)
+      KILN_USER_CHECK(ranged.count(name) || !set.inputs.count(name) || set.inputs.at(name).first.shape() == shape)
           << file_of(set, name) << " has shape " << relay::shape_str(set.inputs.at(name).first.shape())
           << ", --input-shape " << name << "=... gives " << relay::shape_str(shape);
   // Inputs with symbolic dims and no --input-shape take each data set's shape.
@@ -224,12 +229,30 @@ int check_case(const fs::path& dir, double rtol, double atol, const CompileOptio
   for (const std::string& name : relay::onnx_symbolic_inputs(model.string()))
     if (!given_shapes.count(name)) shaped_names.push_back(name);
 
+  double worst = 0;
+  std::string worst_why;
+  if (!batch.inputs.empty()) {
+    // Dynamic batch: one module, every data set at its own batch.
+    KILN_USER_CHECK(shaped_names.empty()) << "with a batch range, give every symbolic input's shape (--input-shape "
+                                          << shaped_names.front() << "=...)";
+    relay::OnnxImportOptions opts;
+    opts.input_shapes = given_shapes;
+    relay::Module m = relay::from_onnx(model.string(), opts);
+    check_batch_range(model.string(), opts, m, batch);
+    CompileOptions dynamic = copts;
+    dynamic.batch_min = batch.min;
+    dynamic.batch_max = batch.max;
+    std::vector<const DataSet*> all;
+    for (const DataSet& set : sets) all.push_back(&set);
+    std::cout << "dynamic batch " << batch.min << ".." << batch.max << ": one module for " << sets.size()
+              << " data set" << (sets.size() > 1 ? "s" : "") << "\n";
+    run_sets(m, all, opts.bind, rtol, atol, &worst, dynamic, tuning_log, graph, runner, &worst_why);
+  }
+
   // Bind, from each data set, exactly the inputs the importer needs at compile time (found on
   // the first set), and shape the symbolic ones; data sets that agree on those values and
   // shapes share one compiled module.
-  double worst = 0;
-  std::string worst_why;
-  std::vector<bool> done(sets.size(), false);
+  std::vector<bool> done(sets.size(), !batch.inputs.empty());  // a batch range did them all
   std::vector<std::string> bound_names;
   for (size_t first = 0; first < sets.size(); ++first) {
     if (done[first]) continue;
@@ -299,7 +322,7 @@ void add_check(CLI::App& app, int* status) {
   c->add_option("--runner", args->runner,
                 "run the module with this kiln-runner (default: in process; for aarch64 on another machine "
                 "<kiln's dir>/../aarch64/bin/kiln-runner under qemu-aarch64)");
-  add_input_shape_option(c, &args->input_shapes);
+  add_input_shape_option(c, &args->input_shapes, /*batch_range=*/true);
   args->graph.add(c, "compute every conv directly (no Winograd F(2x2,3x3))");
   c->add_flag("--no-int8", args->no_int8, "compute quantized models' convs and dense layers in float on dequantized values, not as int8 kernels");
   c->add_option("--precision", args->precision, "fp32, or fp16: activations and weights stored in float16, sums in float32 (inputs and outputs stay float32)");
@@ -314,8 +337,9 @@ void add_check(CLI::App& app, int* status) {
       if (!args->runner.empty() || is_foreign(copts.target))
         runner = find_runner(copts.target.is_gpu() ? runtime::host_cpu_features().arch : triple_arch(copts.target.triple),
                              args->runner);
-      return check_case(args->dir, args->rtol, args->atol, copts, args->tuning_log, args->graph, runner,
-                        read_shape_specs(args->input_shapes));
+      BatchRange batch;
+      std::map<std::string, relay::Shape> shapes = read_shape_specs(args->input_shapes, &batch);
+      return check_case(args->dir, args->rtol, args->atol, copts, args->tuning_log, args->graph, runner, shapes, batch);
     });
   });
 }

@@ -48,7 +48,7 @@ void add_compile(CLI::App& app, int* status) {
   c->add_option("--tuning-log", args->tuning_log, "apply the best schedules of this autotuning log");
   c->add_option("--bind", args->bind, "NAME=FILE (.pb or .npy): graph input NAME becomes this constant (static shapes)")
       ->check(name_equals_file());
-  add_input_shape_option(c, &args->input_shapes);
+  add_input_shape_option(c, &args->input_shapes, /*batch_range=*/true);
   c->add_option("--save-device-code", args->device_code,
                 "DIR: cuda/opencl targets: write each kernel's CUDA C or OpenCL C (and PTX) into DIR");
   args->graph.add(c, "compute every conv directly (no Winograd F(2x2,3x3) for 3x3 stride-1 convs)");
@@ -58,8 +58,11 @@ void add_compile(CLI::App& app, int* status) {
     *status = guarded("compile", [&] {
       // Before the import: a wrong stage name or profile must not wait for a big model.
       GraphPictures pictures(args->dump_dot, args->dot_profile, model_title(args->model));
-      relay::Module m = import_for_compile(args->model, args->bind, args->input_shapes);
+      BatchRange batch;
+      relay::Module m = import_for_compile(args->model, args->bind, args->input_shapes, &batch);
       CompileOptions opts;
+      opts.batch_min = batch.min;
+      opts.batch_max = batch.max;
       if (!args->dump_dot.empty()) opts.on_graph = std::ref(pictures);
       opts.target = Target::parse(args->target);
       opts.dump_ir_stage = args->dump_ir;

@@ -62,7 +62,13 @@ int run_tune(const TuneArgs& a) {
   o.tasks.all_groups = a.all_groups;
   o.tasks.cold_weights = a.cold_weights;
   relay::OnnxImportOptions iopts;
-  iopts.input_shapes = read_shape_specs(a.input_shapes);
+  // A batch range tunes one sample's kernels: what a module compiled with that range runs at
+  // every batch (its kernels loop over the samples), so one sample is the representative batch.
+  BatchRange batch;
+  iopts.input_shapes = read_shape_specs(a.input_shapes, &batch);
+  if (!batch.inputs.empty())
+    std::cout << "note: dynamic batch " << batch.min << ".." << batch.max
+              << ": tuning the kernels of one sample, which the dynamic-batch module runs at every batch" << std::endl;
   // On a terminal, a bar redrawn in place between the task lines; elsewhere the lines alone.
   // Not under mpirun: Open MPI gives each rank a pseudo-terminal whatever mpirun's own output is.
   const bool bar = is_interactive(stdout) && !std::getenv("OMPI_COMM_WORLD_SIZE");
@@ -111,7 +117,7 @@ void add_tune(CLI::App& app, int* status) {
   c->add_flag("--no-int8", args->no_int8, "compute quantized models' convs and dense layers in float on dequantized values, not as int8 kernels");
   c->add_flag("--cold-weights", args->cold_weights,
               "time candidates with the weights moved out of every core's L1/L2 before each call");
-  add_input_shape_option(c, &args->input_shapes);
+  add_input_shape_option(c, &args->input_shapes, /*batch_range=*/true);
   c->callback([args, status] { *status = guarded("tune", [&] { return run_tune(*args); }); });
 }
 

@@ -65,6 +65,30 @@ kiln_tensor_info LoadedModel::input_info(int i) const {
   check(kiln_module_input_info(mod_, i, &info), "input info");
   return info;
 }
+std::pair<int64_t, int64_t> LoadedModel::batch_range() const {
+  int64_t lo = 0, hi = 0;
+  check(kiln_module_batch_range(mod_, &lo, &hi), "batch range");
+  return {lo, hi};
+}
+
+std::vector<relay::HostTensor> LoadedModel::random_inputs(int64_t batch) const {
+  auto [lo, hi] = batch_range();
+  KILN_USER_CHECK(batch <= 0 || hi > 0) << "--batch " << batch << ": the module has fixed shapes (compile it with "
+                                        << "--input-shape NAME=MIN..MAX,... for a dynamic batch)";
+  KILN_USER_CHECK(batch <= 0 || (batch >= lo && batch <= hi))
+      << "--batch " << batch << " is outside the module's batch range " << lo << ".." << hi;
+  std::vector<relay::HostTensor> out;
+  for (int i = 0; i < num_inputs(); ++i) {
+    kiln_tensor_info info = input_info(i);
+    std::vector<int64_t> shape(info.shape, info.shape + info.ndim);
+    // Before any input is set, a dynamic module's infos are at its smallest batch.
+    if (batch > 0) shape[0] = shape[0] / lo * batch;
+    info.shape = shape.data();
+    out.push_back(random_tensor(info, 1234 + i));
+  }
+  return out;
+}
+
 kiln_tensor_info LoadedModel::output_info(int i) const {
   kiln_tensor_info info{};
   check(kiln_module_output_info(mod_, i, &info), "output info");

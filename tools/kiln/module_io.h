@@ -23,6 +23,11 @@ class LoadedModel {
   int num_outputs() const;
   kiln_tensor_info input_info(int i) const;
   kiln_tensor_info output_info(int i) const;
+  // A dynamic-batch module's batch range (kiln_module_batch_range); {0, 0} for fixed shapes.
+  std::pair<int64_t, int64_t> batch_range() const;
+  // Random inputs (random_tensor, seeds 1234 + i) for every input; `batch` > 0 gives a
+  // dynamic-batch module `batch` samples (kiln::Error outside its range or for fixed shapes).
+  std::vector<relay::HostTensor> random_inputs(int64_t batch) const;
   // Sets input `i` (or the input named `name`) from a host tensor; dtype and shape must match.
   void set_input(int i, const relay::HostTensor& value);
   void set_input(const std::string& name, const relay::HostTensor& value);

@@ -127,6 +127,10 @@ struct PrimFunc {
   std::string name;
   std::vector<Buffer> params;
   Stmt body;
+  // Dynamic batch (runtime/graph_plan.h): the body computes one sample; the kernel takes one
+  // more argument, an int64_t array {n, byte stride of parameter 0, ..., of parameter P-1}, and
+  // its outermost loop runs the body for samples 0..n-1, each parameter advanced by its stride.
+  bool batch_loop = false;
 };
 
 }  // namespace kiln::ir

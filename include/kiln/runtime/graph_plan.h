@@ -63,7 +63,20 @@ struct GraphPlan {
   int64_t weights_bytes = 0;
   uint64_t weights_checksum = 0;  // FNV-1a 64 of the weights blob
   bool has_costs = false;         // nodes carry flops and bytes (modules of kiln 0.x with plan format >= 3)
+  // Dynamic batch (CPU plans only; 0 = a static module). Everything above is one *sample*: the
+  // graph compiled at batch 1. The module runs any batch n in [batch_min, batch_max]: every
+  // non-constant entry holds n samples, sample b of an entry at its storage address plus
+  // b * batch_stride(storage) (storages are allocated at batch_max samples), and every kernel
+  // takes one more argument, an int64_t array {n, stride of argument 0, ..., of argument P-1}
+  // (bytes; 0 for constants), and runs its body once per sample (ir::PrimFunc::batch_loop).
+  // Inputs and outputs have n * shape[0] rows.
+  int64_t batch_min = 0;
+  int64_t batch_max = 0;
 };
+
+// The byte distance between two samples of a storage of a dynamic-batch plan: its size rounded
+// up to the runtime's 64-byte alignment, so that every sample keeps the kernels' alignment.
+inline int64_t batch_stride(int64_t storage_bytes) { return (storage_bytes + 63) / 64 * 64; }
 
 // The binary form a module carries (little-endian): "KPLN", u32 format version, then
 // kiln_version, target (each a u32 length and its bytes), i64 weights_bytes, u64
@@ -81,6 +94,8 @@ constexpr uint32_t kPlanFormatVersion = 1;
 constexpr uint32_t kDevicePlanFormatVersion = 2;
 constexpr uint32_t kCostPlanFormatVersion = 3;
 constexpr uint32_t kDeviceCostPlanFormatVersion = 4;
+// Version 5 (CPU, dynamic batch only): version 3 followed by i64 batch_min and i64 batch_max.
+constexpr uint32_t kDynamicBatchPlanFormatVersion = 5;
 std::string encode_plan(const GraphPlan& plan);
 // The inverse: throws kiln::Error naming what it could not read (truncation, a bad header or
 // version, an impossible count, an unknown dtype, trailing bytes). It checks the encoding only;

@@ -3,8 +3,11 @@
  *
  * A kernel is `int32_t NAME(void* const* args, int32_t num_args)`: args[i] is the data pointer
  * of the i-th PrimFunc parameter (shapes are static and baked into the code). It returns 0 on
- * success. Parallel loops are outlined by code generation into a kiln_parallel_body and run
- * through kiln_parallel_for on the runtime's thread pool. */
+ * success. A dynamic-batch module's kernels (graph_plan.h) take one more argument, last: an
+ * int64_t array {n, byte stride of argument 0, ..., of the last}, and run once per sample
+ * 0..n-1 with every argument advanced by its stride. Parallel loops are outlined by code
+ * generation into a kiln_parallel_body and run through kiln_parallel_for on the runtime's
+ * thread pool. */
 #ifndef KILN_RUNTIME_KERNEL_H_
 #define KILN_RUNTIME_KERNEL_H_
 

@@ -83,6 +83,14 @@ kiln_status kiln_module_input_name(const kiln_module* mod, int32_t index, const 
 kiln_status kiln_module_output_name(const kiln_module* mod, int32_t index, const char** name);
 kiln_status kiln_module_input_info(const kiln_module* mod, int32_t index, kiln_tensor_info* info);
 kiln_status kiln_module_output_info(const kiln_module* mod, int32_t index, kiln_tensor_info* info);
+/* Dynamic batch (a module compiled with --input-shape NAME=MIN..MAX,...): *min and *max are the
+ * batches it runs, 0 and 0 for a module of fixed shapes. A dynamic-batch module takes any batch n
+ * in the range: each input's leading dim is n times one sample's rows, all inputs with the same n
+ * (a set_input outside the range fails naming it), and the outputs have n samples too. The
+ * module's input and output infos give the shapes at the batch of the input last set on its
+ * built-in context (the smallest batch before any; the shape pointers stay valid); a context's
+ * outputs have the batch of its own inputs. */
+kiln_status kiln_module_batch_range(const kiln_module* mod, int64_t* min, int64_t* max);
 kiln_status kiln_module_input_index(const kiln_module* mod, const char* name, int32_t* index);
 
 /* Copies `value` (CPU memory, the input's dtype and shape; strides may be NULL or any; or a

@@ -162,14 +162,16 @@ void CodeGenLLVM::add_function(const ir::PrimFunc& f) {
     args->setName("args");
     llvm::Value* num_args = kernel->getArg(1);
     num_args->setName("num_args");
-    return_if(builder_.CreateICmpNE(num_args, builder_.getInt32(static_cast<uint32_t>(f.params.size()))),
+    const size_t num_params = f.params.size() + (f.batch_loop ? 1 : 0);
+    return_if(builder_.CreateICmpNE(num_args, builder_.getInt32(static_cast<uint32_t>(num_params))),
               builder_.getInt32(-2));
     std::vector<llvm::Value*> ptrs;
     for (size_t i = 0; i < f.params.size(); ++i) {
       llvm::Value* slot = builder_.CreateConstInBoundsGEP1_64(ptr, args, i);
       ptrs.push_back(builder_.CreateAlignedLoad(ptr, slot, llvm::Align(8), f.params[i]->name));
     }
-    builder_.CreateRet(builder_.CreateCall(compute, ptrs));
+    if (f.batch_loop) emit_batch_loop(compute, args, ptrs);
+    else builder_.CreateRet(builder_.CreateCall(compute, ptrs));
   }
 
   fs_ = FunctionState();
@@ -189,6 +191,47 @@ void CodeGenLLVM::add_function(const ir::PrimFunc& f) {
     llvm::raw_string_ostream os(err);
     KILN_CHECK(!llvm::verifyFunction(*fn, &os)) << "invalid LLVM IR for '" << fn->getName().str() << "': " << os.str();
   }
+}
+
+// The dynamic-batch kernel's outermost loop (ir::PrimFunc::batch_loop): for b in [0, n), the
+// body on every parameter advanced by b times its stride; the first non-zero return ends it.
+// The body is inlined here, so the batch is a run-time extent of the kernel's own loop nest.
+void CodeGenLLVM::emit_batch_loop(llvm::Function* compute, llvm::Value* args, const std::vector<llvm::Value*>& ptrs) {
+  llvm::Type* i64 = builder_.getInt64Ty();
+  llvm::Type* ptr = builder_.getPtrTy();
+  llvm::Type* i8 = builder_.getInt8Ty();
+  llvm::Value* info_slot = builder_.CreateConstInBoundsGEP1_64(ptr, args, ptrs.size());
+  llvm::Value* info = builder_.CreateAlignedLoad(ptr, info_slot, llvm::Align(8), "batch_info");
+  llvm::Value* n = builder_.CreateAlignedLoad(i64, info, llvm::Align(8), "batch");
+  std::vector<llvm::Value*> strides;
+  for (size_t i = 0; i < ptrs.size(); ++i)
+    strides.push_back(builder_.CreateAlignedLoad(i64, builder_.CreateConstInBoundsGEP1_64(i64, info, i + 1),
+                                                 llvm::Align(8), "batch_stride"));
+  llvm::Function* f = fs_.function;
+  llvm::BasicBlock* pre = builder_.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(ctx_, "batch_head", f);
+  auto* body = llvm::BasicBlock::Create(ctx_, "batch_body", f);
+  auto* next = llvm::BasicBlock::Create(ctx_, "batch_next", f);
+  auto* done = llvm::BasicBlock::Create(ctx_, "batch_done", f);
+  auto* failed = llvm::BasicBlock::Create(ctx_, "batch_failed", f);
+  builder_.CreateBr(head);
+  builder_.SetInsertPoint(head);
+  llvm::PHINode* b = builder_.CreatePHI(i64, 2, "b");
+  b->addIncoming(builder_.getInt64(0), pre);
+  builder_.CreateCondBr(builder_.CreateICmpSLT(b, n), body, done);
+  builder_.SetInsertPoint(body);
+  std::vector<llvm::Value*> moved;
+  for (size_t i = 0; i < ptrs.size(); ++i)
+    moved.push_back(builder_.CreateInBoundsGEP(i8, ptrs[i], builder_.CreateMul(b, strides[i])));
+  llvm::Value* rc = builder_.CreateCall(compute, moved);
+  builder_.CreateCondBr(builder_.CreateICmpNE(rc, builder_.getInt32(0)), failed, next);
+  builder_.SetInsertPoint(failed);
+  builder_.CreateRet(rc);
+  builder_.SetInsertPoint(next);
+  b->addIncoming(builder_.CreateAdd(b, builder_.getInt64(1)), next);
+  builder_.CreateBr(head);
+  builder_.SetInsertPoint(done);
+  builder_.CreateRet(builder_.getInt32(0));
 }
 
 // ---------------------------------------------------------------------------------------------

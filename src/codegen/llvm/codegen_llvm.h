@@ -52,6 +52,9 @@ class CodeGenLLVM {
   void add_function(const ir::PrimFunc& f);
 
  private:
+  // A dynamic-batch kernel's loop over the samples around its body (ir::PrimFunc::batch_loop).
+  void emit_batch_loop(llvm::Function* compute, llvm::Value* args, const std::vector<llvm::Value*>& ptrs);
+
   // ---- int8 dot products (codegen_dot.cc)
   llvm::Value* emit_int8_dot4(const ir::CallNode* op);
 
