@@ -16,8 +16,9 @@ Usage: /work/venv-torch/bin/python bench/dynamic_batch_models.py [OUT] (default 
 import os, sys, numpy as np, onnx, onnxruntime as ort
 from onnx import numpy_helper
 out = sys.argv[1] if len(sys.argv) > 1 else '/tmp/dynbatch'
+shared = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'shared', 'models')
 for name in ['resnet18', 'bert_mini']:
-    m = onnx.load(f'/work/shared/models/{name}/model.onnx')
+    m = onnx.load(os.path.join(shared, name, 'model.onnx'))
     for v in list(m.graph.input) + list(m.graph.output):
         d = v.type.tensor_type.shape.dim[0]
         d.ClearField('dim_value'); d.dim_param = 'batch'
