@@ -19,6 +19,7 @@
 #include "kiln/relay/evaluate.h"
 #include "kiln/relay/op.h"
 #include "kiln/relay/transforms.h"
+#include "per_channel.h"
 #include "kiln/support/error.h"
 
 namespace kiln::relay {
@@ -28,25 +29,25 @@ namespace {
 using Users = std::unordered_map<const ExprNode*, std::vector<Expr>>;
 
 // How a combinable op's weight and output grow with its output channels.
-struct Shape2 {
+struct ChannelAxes {
   int weight_axis;  // the weight's output-channel axis
   int out_axis;     // the output's channel axis (negative: from the end)
 };
 
-std::optional<Shape2> combinable(const CallNode& c) {
+std::optional<ChannelAxes> combinable(const CallNode& c) {
   const std::string& n = c.op_name();
   if (c.args.size() != 2) return std::nullopt;
   const HostTensor* w = constant_value(c.args[1]);
   if (!w || !w->dtype().is_floating()) return std::nullopt;
-  if (n == "nn.conv2d" && c.attrs.get_int("groups") == 1) return Shape2{0, 1};
-  if (n == "nn.dense") return Shape2{0, -1};
-  if (n == "nn.matmul" && w->rank() == 2 && c.args[0].tensor_type().rank() >= 2) return Shape2{1, -1};
+  if (n == "nn.conv2d" && c.attrs.get_int("groups") == 1) return ChannelAxes{0, 1};
+  if (n == "nn.dense") return ChannelAxes{0, -1};
+  if (n == "nn.matmul" && w->rank() == 2 && c.args[0].tensor_type().rank() >= 2) return ChannelAxes{1, -1};
   return std::nullopt;
 }
 
 // The key under which calls combine: op, attributes and the weight shape without its
 // output-channel dim.
-std::string group_key(const CallNode& c, const Shape2& s) {
+std::string group_key(const CallNode& c, const ChannelAxes& s) {
   const HostTensor& w = *constant_value(c.args[1]);
   Shape rest = w.shape();
   rest.erase(rest.begin() + s.weight_axis);
@@ -55,24 +56,7 @@ std::string group_key(const CallNode& c, const Shape2& s) {
   return key;
 }
 
-int64_t channels_of(const CallNode& c, const Shape2& s) { return constant_value(c.args[1])->shape()[s.weight_axis]; }
-
-// The values of constant `c` per output channel when it broadcasts against an output of rank
-// `rank` along `axis` only (scalars, [C], [C,1,1], [1,C,1,1] ...); nothing otherwise.
-std::optional<std::vector<double>> per_channel(const HostTensor& c, int64_t rank, int64_t axis, int64_t channels) {
-  if (c.rank() > rank) return std::nullopt;
-  int64_t at = axis - (rank - c.rank());  // where the output's channel axis lands in c
-  int64_t n = 1;
-  for (int64_t i = 0; i < c.rank(); ++i) {
-    if (i == at && (c.shape()[i] == channels || c.shape()[i] == 1)) {
-      n = c.shape()[i];
-    } else if (c.shape()[i] != 1) {
-      return std::nullopt;
-    }
-  }
-  std::vector<double> v = c.to_doubles();
-  return n == 1 ? std::vector<double>(static_cast<size_t>(channels), v[0]) : v;
-}
+int64_t channels_of(const CallNode& c, const ChannelAxes& s) { return constant_value(c.args[1])->shape()[s.weight_axis]; }
 
 // One epilogue step every branch shares.
 struct Step {
@@ -113,7 +97,7 @@ class Combiner : public ExprMutator {
   struct Group {
     Expr data;
     std::vector<const CallNode*> heads;  // the combinable calls
-    Shape2 shape;
+    ChannelAxes shape;
     std::vector<Step> steps;
     std::vector<int64_t> channels, offsets;
     Expr combined;

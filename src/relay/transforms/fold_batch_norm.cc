@@ -11,6 +11,7 @@
 
 #include "kiln/relay/op.h"
 #include "kiln/relay/transforms.h"
+#include "per_channel.h"
 #include "kiln/support/error.h"
 
 namespace kiln::relay {
@@ -61,23 +62,6 @@ std::optional<ConvChain> match_conv(const Expr& e, const UseCounts& uses) {
   chain.weight = *w;
   if (!chain.bias_add) chain.bias.assign(static_cast<size_t>(w->shape()[0]), 0.0);
   return chain;
-}
-
-// The per-channel values of a constant that broadcasts along axis 1 of a rank-`rank` tensor
-// with `channels` channels ([], [1], [C,1,1], [1,C,1,1] for NCHW), or nothing.
-std::optional<std::vector<double>> per_channel(const HostTensor& c, int64_t channels, int64_t rank) {
-  if (c.rank() > rank) return std::nullopt;
-  int64_t channel_axis = 1 - (rank - c.rank());  // where axis 1 of the output lands in c
-  int64_t n = 1;
-  for (int64_t i = 0; i < c.rank(); ++i) {
-    if (i == channel_axis && (c.shape()[i] == channels || c.shape()[i] == 1)) {
-      n = c.shape()[i];
-    } else if (c.shape()[i] != 1) {
-      return std::nullopt;
-    }
-  }
-  std::vector<double> v = c.to_doubles();
-  return n == 1 ? std::vector<double>(static_cast<size_t>(channels), v[0]) : v;
 }
 
 // conv(x, W * scale[o]) then bias_add(bias): the folded chain.
@@ -156,7 +140,7 @@ class BatchNormFolder : public ExprMutator {
     if (!chain || !c) return std::nullopt;
     const Expr& x = op->args[conv_side];
     if (op->type != x.type()) return std::nullopt;  // the constant would broadcast the output
-    auto v = per_channel(*c, x.tensor_type().shape[1], x.tensor_type().rank());
+    auto v = per_channel(*c, x.tensor_type().rank(), 1, x.tensor_type().shape[1]);
     if (!v) return std::nullopt;
     std::vector<double> scale(v->size(), 1.0), bias = chain->bias;
     for (size_t i = 0; i < v->size(); ++i) {

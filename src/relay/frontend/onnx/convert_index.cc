@@ -30,14 +30,17 @@ std::vector<Expr> one_hot(NodeContext& c) {
   return {c.call("one_hot", {c.input(0), c.input(2, "values")}, a)};
 }
 
-std::vector<Expr> cumsum(NodeContext& c) {
-  const TensorTypeNode& x = c.input_type(0);
-  HostTensor axis = c.require_const(1, "axis");
-  KILN_USER_CHECK(axis.numel() == 1) << "axis must be a scalar, got " << axis.str(4);
-  Attrs a;
-  a.set_int("axis", normalize_axis_for(axis.int64_at(0), x.rank(), c));
-  a.set_int("exclusive", c.attr_int("exclusive", 0)).set_int("reverse", c.attr_int("reverse", 0));
-  return {c.call("cumsum", {c.input(0)}, a)};
+// CumSum and CumProd: the running sum or product along an axis (a scalar constant input).
+Converter cumulative(const std::string& op) {
+  return [op](NodeContext& c) -> std::vector<Expr> {
+    const TensorTypeNode& x = c.input_type(0);
+    HostTensor axis = c.require_const(1, "axis");
+    KILN_USER_CHECK(axis.numel() == 1) << "axis must be a scalar, got " << axis.str(4);
+    Attrs a;
+    a.set_int("axis", normalize_axis_for(axis.int64_at(0), x.rank(), c));
+    a.set_int("exclusive", c.attr_int("exclusive", 0)).set_int("reverse", c.attr_int("reverse", 0));
+    return {c.call(op, {c.input(0)}, a)};
+  };
 }
 
 std::vector<Expr> topk(NodeContext& c) {
@@ -57,7 +60,8 @@ void register_index_converters(ConverterTable& t) {
   t["ScatterElements"] = scatter_elements(true);
   t["ScatterND"] = scatter_nd;
   t["OneHot"] = one_hot;
-  t["CumSum"] = cumsum;
+  t["CumSum"] = cumulative("cumsum");
+  t["CumProd"] = cumulative("cumprod");
   t["TopK"] = topk;
 }
 

@@ -1,4 +1,4 @@
-// Small tensor operators, each decomposed into graph ops where that is exact: CumProd, Hardmax,
+// Small tensor operators, each decomposed into graph ops where that is exact: Hardmax,
 // BitCast, CenterCropPad, the Hann / Hamming / Blackman windows, ReverseSequence, Det and
 // MaxUnpool.
 #include <cmath>
@@ -12,17 +12,6 @@ namespace {
 
 Expr reshape_to(NodeContext& c, const Expr& x, const Shape& shape) {
   return c.call("reshape", {x}, Attrs().set_ints("newshape", shape));
-}
-
-// CumProd: the running product along an axis (a scalar constant input), as CumSum's op does sums.
-std::vector<Expr> cumprod(NodeContext& c) {
-  const TensorTypeNode& x = c.input_type(0);
-  HostTensor axis = c.require_const(1, "axis");
-  KILN_USER_CHECK(axis.numel() == 1) << "axis must be a scalar, got " << axis.str(4);
-  Attrs a;
-  a.set_int("axis", normalize_axis_for(axis.int64_at(0), x.rank(), c));
-  a.set_int("exclusive", c.attr_int("exclusive", 0)).set_int("reverse", c.attr_int("reverse", 0));
-  return {c.call("cumprod", {c.input(0)}, a)};
 }
 
 // Hardmax: 1 at the first largest element along the axis, 0 elsewhere: one_hot of argmax. Before
@@ -202,7 +191,6 @@ std::vector<Expr> max_unpool(NodeContext& c) {
 }  // namespace
 
 void register_misc_converters(ConverterTable& t) {
-  t["CumProd"] = cumprod;
   t["Hardmax"] = hardmax;
   t["BitCast"] = bitcast;
   t["CenterCropPad"] = center_crop_pad;
