@@ -16,23 +16,15 @@
 #include "kiln/runtime/kiln_runtime.h"
 #include "test_export_util.h"
 #include "test_onnx_builder.h"
+#include "test_shared_dir.h"
 
 using namespace kiln;
 
 namespace {
 
-std::string repo_dir() {
-  std::string file = __FILE__;  // <repo>/tests/unit/test_export_models.cc
-  return file.substr(0, file.rfind("/tests/unit/"));
-}
-std::string shared_dir() {
-  if (const char* env = std::getenv("KILN_SHARED_DIR")) return env;
-  return repo_dir() + "/../shared";
-}
-bool exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
+using kiln::test::shared_dir;
+using kiln::test::repo_dir;
+using kiln::test::exists;
 
 DLTensor view(void* data, DLDataType dtype, std::vector<int64_t>& shape) {
   DLTensor t{};

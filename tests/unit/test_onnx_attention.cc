@@ -18,6 +18,7 @@
 #include "kiln/relay/printer.h"
 #include "test_onnx_builder.h"
 #include "test_ops_b_util.h"
+#include "test_shared_dir.h"
 
 using namespace kiln::relay;
 using namespace onnx_builder;
@@ -44,16 +45,8 @@ std::string one_node(int opset, const std::string& op,
   return model(opset, {node(op, names, outs, "n1", attrs)}, inputs, out_values);
 }
 
-std::string shared_dir() {
-  if (const char* env = std::getenv("KILN_SHARED_DIR")) return env;
-  std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/unit/")) + "/../shared";
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
+using kiln::test::shared_dir;
+using kiln::test::exists;
 
 // Imports a node-suite case without folding any call (fold_limit 0), evaluates the graph call
 // by call (the plain reference evaluator, or the op compiled alone) and compares with its outputs (the suite's rtol

@@ -11,16 +11,13 @@
 #include "kiln/relay/printer.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/relay/verify.h"
+#include "test_shared_dir.h"
 
 using namespace kiln::relay;
 
 namespace {
 // ../shared next to the repository (DESIGN.md), found from this file's path; KILN_SHARED_DIR overrides.
-std::string shared_dir() {
-  if (const char* env = std::getenv("KILN_SHARED_DIR")) return env;
-  std::string file = __FILE__;  // <repo>/tests/unit/test_onnx_models.cc
-  return file.substr(0, file.rfind("/tests/unit/")) + "/../shared";
-}
+using kiln::test::shared_dir;
 
 std::string op_histogram(const Module& m) {
   std::map<std::string, int> h;

@@ -17,21 +17,14 @@
 #include "kiln/relay/error.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/support/error.h"
+#include "test_shared_dir.h"
 
 using namespace kiln::relay;
 
 namespace {
 
-std::string shared_dir() {
-  if (const char* env = std::getenv("KILN_SHARED_DIR")) return env;
-  std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/unit/")) + "/../shared";
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
+using kiln::test::shared_dir;
+using kiln::test::exists;
 
 std::vector<std::string> list_dir(const std::string& dir) {
   std::vector<std::string> names;

@@ -19,22 +19,15 @@
 #include "kiln/relay/evaluate.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "test_ops_b_util.h"
+#include "test_shared_dir.h"
 
 using namespace kiln;
 using relay::HostTensor;
 
 namespace {
 
-std::string shared_dir() {
-  if (const char* env = std::getenv("KILN_SHARED_DIR")) return env;
-  std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/unit/")) + "/../shared";
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0;
-}
+using kiln::test::shared_dir;
+using kiln::test::exists;
 
 std::vector<std::string> cases_matching(const std::string& root, const std::regex& re) {
   std::vector<std::string> names;

@@ -10,6 +10,7 @@
 #include "kiln/relay/printer.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/relay/verify.h"
+#include "test_shared_dir.h"
 
 using namespace kiln::relay;
 using kiln::ir::DataType;
@@ -182,11 +183,8 @@ TEST_CASE("fold_batch_norm leaves shared convs alone and spells out a lone batch
 }
 
 namespace {
-std::string shared_dir() {
-  if (const char* env = std::getenv("KILN_SHARED_DIR")) return env;
-  std::string file = __FILE__;
-  return file.substr(0, file.rfind("/tests/unit/")) + "/../shared";
-}
+using kiln::test::shared_dir;
+
 int count_op(const Module& m, const std::string& op) {
   int n = 0;
   for (const Expr& e : post_order({m.body}))
