@@ -23,9 +23,26 @@ namespace kiln::autotune {
 
 namespace {
 
-// The values each choice can take, in knob order; index 0 of layout and winograd is the rule.
+// The values each choice can take, in index order (a record stores both); index 0 of layout and
+// winograd is the rule. layout: auto, nchw, blocked; winograd: on (1), off (0).
+const std::map<std::string, std::vector<int64_t>> kValues = {
+    {"layout", {0, 1, 2}}, {"winograd", {1, 0}}, {"combine_branches", {0, 2, 3}}};
 const std::vector<std::string> kLayouts = {"auto", "nchw", "blocked"};
-const std::vector<int64_t> kCombine = {0, 2, 3};
+
+KnobChoice choice(const std::string& name, size_t index) { return {index, {kValues.at(name).at(index)}}; }
+
+// A successful graph record of the model keyed `key`, measured on instruction set `isa`.
+bool graph_record_of(const TuningRecord& r, const std::string& key, const std::string& isa) {
+  return r.task == kGraphTask && r.workload_key == key && r.ok() && Target::isa_of(r.target) == isa;
+}
+
+// The choice of `name` whose value is `value`; nothing when it has no such value.
+std::optional<KnobChoice> choice_of(const std::string& name, int64_t value) {
+  const std::vector<int64_t>& values = kValues.at(name);
+  auto at = std::find(values.begin(), values.end(), value);
+  if (at == values.end()) return std::nullopt;
+  return choice(name, static_cast<size_t>(at - values.begin()));
+}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -94,37 +111,34 @@ std::vector<double> time_module(const std::string& so, int repeat) {
 
 }  // namespace
 
-std::string graph_workload_key(const relay::Module& m) { return fmt::format("graph_{:016x}", fnv1a(relay::to_string(m))); }
+std::string graph_workload_key(const relay::Module& m) {
+  return fmt::format("graph_{:016x}", fnv1a(relay::to_string(m)));
+}
 
 std::map<std::string, KnobChoice> graph_knobs(const CompileOptions& o) {
-  const size_t layout = static_cast<size_t>(o.layout == CompileOptions::Layout::kAuto   ? 0
-                                            : o.layout == CompileOptions::Layout::kNCHW ? 1
-                                                                                        : 2);
-  auto at = std::find(kCombine.begin(), kCombine.end(), static_cast<int64_t>(o.combine_branches));
-  KILN_CHECK(at != kCombine.end()) << "combine_branches " << o.combine_branches << " is not a graph-choice value";
-  const size_t combine = static_cast<size_t>(at - kCombine.begin());
-  return {{"layout", {layout, {static_cast<int64_t>(layout)}}},
-          {"winograd", {o.winograd ? 0u : 1u, {o.winograd ? 1 : 0}}},
-          {"combine_branches", {combine, {kCombine[combine]}}}};
+  const int64_t layout = o.layout == CompileOptions::Layout::kAuto   ? 0
+                         : o.layout == CompileOptions::Layout::kNCHW ? 1
+                                                                     : 2;
+  auto combine = choice_of("combine_branches", o.combine_branches);
+  KILN_CHECK(combine) << "combine_branches " << o.combine_branches << " is not a graph-choice value";
+  return {{"layout", *choice_of("layout", layout)},
+          {"winograd", *choice_of("winograd", o.winograd ? 1 : 0)},
+          {"combine_branches", *combine}};
 }
 
 void apply_graph_knobs(const std::map<std::string, KnobChoice>& knobs, CompileOptions* o) {
   for (const auto& [name, k] : knobs) {
+    KILN_USER_CHECK(kValues.count(name)) << "unknown graph choice '" << name << "'";
     KILN_USER_CHECK(k.values.size() == 1) << "graph choice '" << name << "' must have one value";
     const int64_t v = k.values[0];
+    KILN_USER_CHECK(choice_of(name, v)) << "graph choice " << name << ": unknown value " << v;
     if (name == "layout") {
-      KILN_USER_CHECK(v >= 0 && v < 3) << "graph choice layout: unknown value " << v;
       o->layout = v == 0 ? CompileOptions::Layout::kAuto : v == 1 ? CompileOptions::Layout::kNCHW
                                                                   : CompileOptions::Layout::kBlocked;
     } else if (name == "winograd") {
-      KILN_USER_CHECK(v == 0 || v == 1) << "graph choice winograd: unknown value " << v;
       o->winograd = v == 1;
-    } else if (name == "combine_branches") {
-      KILN_USER_CHECK(std::find(kCombine.begin(), kCombine.end(), v) != kCombine.end())
-          << "graph choice combine_branches: unknown value " << v;
-      o->combine_branches = static_cast<int>(v);
     } else {
-      KILN_USER_CHECK(false) << "unknown graph choice '" << name << "'";
+      o->combine_branches = static_cast<int>(v);
     }
   }
 }
@@ -150,18 +164,19 @@ std::map<std::string, KnobChoice> tune_graph_choices(const relay::Module& m, con
   // What the log already knows about this model on this instruction set: reused, not measured.
   std::map<std::string, double> known;
   for (const TuningRecord& r : read_log(o.log).records)
-    if (r.task == kGraphTask && r.workload_key == key && r.ok() && Target::isa_of(r.target) == target.isa())
-      known[describe_graph_knobs(r.config)] = r.median_cost();
+    if (graph_record_of(r, key, target.isa())) known[describe_graph_knobs(r.config)] = r.median_cost();
   // Each configuration is compiled, so that two that build the same module (no parallel
   // branches to combine, no conv that Winograd would take) are timed once: a second timing of
   // one module would only let noise pick between them.
   std::map<std::string, double> by_module;  // hash of the .so -> seconds
+  // The kernels' schedules the log holds now (the graph records added below change none).
+  std::optional<LogSchedules> schedules;
+  if (std::filesystem::exists(o.log)) schedules.emplace(o.log, target);
   auto measure = [&](const std::map<std::string, KnobChoice>& knobs) -> double {
     const std::string what = describe_graph_knobs(knobs);
     CompileOptions opts = o.compile;
     apply_graph_knobs(knobs, &opts);
-    std::optional<LogSchedules> schedules;
-    if (std::filesystem::exists(o.log)) opts.schedules = &schedules.emplace(o.log, target);
+    if (schedules) opts.schedules = &*schedules;
     ScratchDir dir;
     const std::string so = (dir.path / "model.so").string();
     export_library(compile(m, opts), so);
@@ -192,15 +207,12 @@ std::map<std::string, KnobChoice> tune_graph_choices(const relay::Module& m, con
 
   std::map<std::string, KnobChoice> best = graph_knobs(o.compile);
   double best_s = measure(best);
-  const std::map<std::string, size_t> sizes = {{"layout", kLayouts.size()}, {"winograd", 2}, {"combine_branches", kCombine.size()}};
-  for (const auto& [name, count] : sizes) {
+  for (const auto& [name, values] : kValues) {
     if (std::find(o.fixed.begin(), o.fixed.end(), name) != o.fixed.end()) continue;
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t i = 0; i < values.size(); ++i) {
       if (best.at(name).index == i) continue;
       std::map<std::string, KnobChoice> trial = best;
-      trial[name] = name == "layout"     ? KnobChoice{i, {static_cast<int64_t>(i)}}
-                    : name == "winograd" ? KnobChoice{i, {i == 0 ? 1 : 0}}
-                                         : KnobChoice{i, {kCombine[i]}};
+      trial[name] = choice(name, i);
       const double s = measure(trial);
       if (s < best_s * (1 - kMinGain)) {
         best = trial;
@@ -217,14 +229,14 @@ std::optional<std::string> apply_logged_graph_choices(const TuningLog& log, cons
   const std::string key = graph_workload_key(m);
   const TuningRecord* best = nullptr;
   for (const TuningRecord& r : log.records)
-    if (r.task == kGraphTask && r.workload_key == key && r.ok() && Target::isa_of(r.target) == o->target.isa() &&
-        (!best || r.median_cost() < best->median_cost()))
+    if (graph_record_of(r, key, o->target.isa()) && (!best || r.median_cost() < best->median_cost()))
       best = &r;
   if (!best) return std::nullopt;
   std::map<std::string, KnobChoice> knobs = best->config;
   for (const std::string& e : explicit_choices) knobs.erase(e);
   apply_graph_knobs(knobs, o);
-  return fmt::format("graph choices from the tuning log: {} ({:.3f} ms measured on '{}'){}", describe_graph_knobs(best->config),
+  return fmt::format("graph choices from the tuning log: {} ({:.3f} ms measured on '{}'){}",
+                     describe_graph_knobs(best->config),
                      best->median_cost() * 1e3, best->target,
                      explicit_choices.empty() ? "" : "; the command line's choices kept");
 }

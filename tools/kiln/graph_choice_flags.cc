@@ -11,7 +11,8 @@ void GraphChoiceFlags::add(CLI::App* c, const std::string& winograd_help) {
   layout_opt_ = c->add_option("--layout", layout_,
                               "conv data layout: auto (blocked NCHW[x]c where its transforms pay), nchw or blocked");
   combine_opt_ = c->add_option("--combine-branches", combine_branches_,
-                               "combine parallel convs/dense layers reading one input into one wider op when at least N "
+                               "combine parallel convs/dense layers reading one input into one wider op when at least "
+                               "N "
                                "share it: 0 (never), 2 or 3 (default " +
                                    std::to_string(combine_branches_) + ")");
 }

@@ -56,7 +56,9 @@ std::string group_key(const CallNode& c, const ChannelAxes& s) {
   return key;
 }
 
-int64_t channels_of(const CallNode& c, const ChannelAxes& s) { return constant_value(c.args[1])->shape()[s.weight_axis]; }
+int64_t channels_of(const CallNode& c, const ChannelAxes& s) {
+  return constant_value(c.args[1])->shape()[s.weight_axis];
+}
 
 // One epilogue step every branch shares.
 struct Step {
