@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
@@ -19,9 +20,28 @@ bool cuda_codegen_available() { return source::nvrtc_available(); }
 ir::GpuLimits gpu_limits(const Target& target) {
   ir::GpuLimits l;
   l.max_threads_per_block = target.gpu.max_threads_per_block;
-  l.max_shared_bytes = target.gpu.max_shared_bytes;
+  // CUDA kernels past the static 48 KiB take dynamic shared memory (build_gpu), up to the opt-in
+  // limit; OpenCL's limit is its static one (GpuFacts).
+  l.max_shared_bytes = target.gpu.max_dynamic_shared_bytes;
   return l;
 }
+
+namespace {
+
+// A CUDA kernel whose shared buffers (double buffers doubled) pass the 48 KiB a block may declare
+// statically takes them as dynamic shared memory, which the runtime opts the kernel in to
+// (cuFuncSetAttribute) up to the target's limit: the printer carves the buffers out of it.
+void set_dynamic_shared(const ir::PrimFunc& kernel, const Target& target, ir::KernelLaunch& launch) {
+  if (target.kind != TargetKind::kCUDA) return;
+  const int64_t bytes = source::shared_layout(kernel.body).bytes;
+  if (bytes <= target.gpu.max_shared_bytes) return;
+  KILN_USER_CHECK(bytes <= target.gpu.max_dynamic_shared_bytes)
+      << "kernel '" << kernel.name << "': " << bytes << " bytes of shared memory per block, more than the "
+      << target.gpu.max_dynamic_shared_bytes << " target '" << target.str() << "' allows with the opt-in";
+  launch.dynamic_shared_bytes = bytes;
+}
+
+}  // namespace
 
 GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target, const GpuBuildOptions& options) {
   KILN_USER_CHECK(target.is_gpu()) << "build_gpu: target '" << target.str() << "' is not a GPU target";
@@ -41,6 +61,7 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
       kernel = ir::lower_cross_thread_reduction(kernel, p.launches[k], target.gpu.warp_size);
       p.kernels[k] = ir::insert_thread_sync(kernel, p.launches[k]);
       if (options.after_sync) p.kernels[k] = options.after_sync(p.kernels[k]);
+      set_dynamic_shared(p.kernels[k], target, p.launches[k]);
     }
     m.programs.push_back(std::move(p));
   }
@@ -50,12 +71,17 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
     source::NvrtcResult r =
         source::compile_cuda(m.source, options.image_sms.empty() ? target.cuda_image_sms() : options.image_sms);
     m.images = std::move(r.images);
+    std::map<std::string, int64_t> dynamic_shared;
+    for (const ir::DeviceProgram& p : m.programs)
+      for (const ir::KernelLaunch& l : p.launches) dynamic_shared[l.kernel] = l.dynamic_shared_bytes;
     for (const source::KernelResources& k : r.resources) {
       m.max_registers = std::max(m.max_registers, k.registers);
       m.max_spill_bytes = std::max(m.max_spill_bytes, k.spill_stores_bytes + k.spill_loads_bytes);
-      m.notes.push_back(fmt::format("kernel {} (sm_{}): {} registers, {} bytes shared, {} bytes stack, spills {}/{} bytes",
-                                    k.kernel, k.sm, k.registers, k.shared_bytes, k.stack_bytes, k.spill_stores_bytes,
-                                    k.spill_loads_bytes));
+      const int64_t dynamic = dynamic_shared[k.kernel];
+      m.notes.push_back(fmt::format("kernel {} (sm_{}): {} registers, {} bytes shared{}, {} bytes stack, spills {}/{} bytes",
+                                    k.kernel, k.sm, k.registers, k.shared_bytes,
+                                    dynamic ? fmt::format(" + {} dynamic", dynamic) : "", k.stack_bytes,
+                                    k.spill_stores_bytes, k.spill_loads_bytes));
     }
     m.notes.push_back(fmt::format("NVRTC compiled {} kernels for {} images in {:.2f} s", r.resources.size(),
                                   m.images.size(), r.seconds));

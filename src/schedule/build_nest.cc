@@ -330,7 +330,9 @@ ir::Stmt realize(LowerContext& ctx, const StageNode& s, ir::Stmt rest) {
   ir::Stmt nest = build_nest(ctx, s);
   // The marker goes on the producer, not the allocation: inject_double_buffer moves the
   // producer to the next iteration's slot, and the allocation out of the loop.
-  if (s.double_buffer) nest = ir::attr_stmt(ir::kDoubleBufferScope, st[0].buffer->data, ir::Expr(1), nest);
+  // Its value: the number of buffers.
+  if (s.double_buffer)
+    nest = ir::attr_stmt(ir::kDoubleBufferScope, st[0].buffer->data, ir::Expr(s.double_buffer), nest);
   ir::Stmt body = ir::seq({std::move(nest), std::move(rest)});
   for (auto it = st.rbegin(); it != st.rend(); ++it) body = ir::allocate(it->buffer, body);
   return body;

@@ -244,11 +244,13 @@ void Stage::set_scope(const std::string& scope) {
   node_->scope = scope;
 }
 
-void Stage::double_buffer() {
+void Stage::double_buffer(int buffers) {
   KILN_USER_CHECK(node_->scope == "shared")
       << "double_buffer: stage '" << name() << "' has scope '" << node_->scope
       << "'; only a shared-memory stage can be double-buffered (cache_read it into \"shared\" first)";
-  node_->double_buffer = true;
+  KILN_USER_CHECK(buffers >= 2 && buffers <= 8)
+      << "double_buffer: stage '" << name() << "': buffers=" << buffers << ", not 2 to 8";
+  node_->double_buffer = buffers;
 }
 
 void Stage::pad_rows(int64_t elements) {

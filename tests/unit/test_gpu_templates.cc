@@ -510,9 +510,10 @@ TEST_CASE("gpu templates: gpu_depthwise over the corners of its knob space", "[g
 }
 
 TEST_CASE("gpu templates: gpu_matmul over the corners of its knob space", "[gpu][gpu_templates]") {
-  // All knobs last: 32 x 32 threads of 8 x 8 outputs staging K slices of 32, 64 KiB of shared
-  // memory, over the static 48 KiB.
-  check_template("gpu_matmul", 1);
+  // All knobs last: 32 x 32 threads of 8 x 8 outputs staging one K slice of 32 (K is 17), 72 KiB
+  // of shared memory: past the static 48 KiB, so dynamic shared memory on sm_90 (build_gpu); the
+  // OpenCL target's 48 KiB leaves it out of the PoCL half.
+  check_template("gpu_matmul", 0);
 }
 
 TEST_CASE("gpu templates: gpu_conv_gemm over the corners of its knob space", "[gpu][gpu_templates]") {

@@ -121,19 +121,67 @@ TEST_CASE("tensor cores: the default float16 and bfloat16 GEMMs on sm_80 and sm_
       // The default 2 x 2 warps of 2 x 4 tiles, K slices of 32: 16 mma per warp and slice.
       CHECK(test::occurrences(source, mma) == 16);
       CHECK(test::occurrences(source, "cp.async.cg.shared.global [%0], [%1], 16") >= 2);
+      // Their operands by ldmatrix: A's 16 x 16 tiles as x4, B's 16 x 8 as x2 (.trans where B is
+      // K x N). Each fragment once a K step (2 of A, 4 of B; 2 steps a slice) where the warps'
+      // tiles are whole, else one each per mma (each sits in its own guard).
+      const bool guarded = g.m % 64 || g.n % 64;
+      const char* const b_load = g.kind == Kind::kDense ? "m8n8.x2.shared.b16" : "m8n8.x2.trans.shared.b16";
+      CHECK(test::occurrences(source, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == (guarded ? 16 : 2 * 2));
+      CHECK(test::occurrences(source, std::string("ldmatrix.sync.aligned.") + b_load) == (guarded ? 16 : 2 * 4));
+      CHECK(test::occurrences(source, "not ldmatrix") == 0);
       if (!codegen::cuda_codegen_available()) {
         WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
         continue;
       }
       const codegen::GpuModule mod = test::build_own_sm({f}, t);
       const std::string ptx = mod.images[1].bytes;
-      CHECK(test::occurrences(ptx, mma) == 16);
+      // NVRTC may unroll the K loop of a short K (the 72 and 64 here; 72 ends in a half slice).
+      const int64_t mmas = static_cast<int64_t>(test::occurrences(ptx, mma));
+      CHECK((mmas >= 16 && mmas % 8 == 0));
+      CHECK(test::occurrences(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16") == (guarded ? mmas : mmas / 4));
       CHECK(test::occurrences(ptx, "cp.async.cg.shared.global") >= 2);
-      CHECK(test::occurrences(ptx, "cp.async.wait_group") == 2);
+      CHECK(test::occurrences(ptx, "cp.async.wait_group") >= 2);
       CHECK(mod.max_spill_bytes == 0);
       INFO(mod.notes[0]);
     }
   }
+}
+
+TEST_CASE("tensor cores: 128 x 128 tiles in dynamic shared memory, and 3-buffer pipelines", "[gpu][cuda][mma]") {
+  const Gemm g(Kind::kDense, ir::DataType::f16(), 1, 512, 512, 512);
+  for (const char* spec : {"cuda -arch=sm_80", "cuda -arch=sm_90"}) {
+    const Target t = Target::parse(spec);
+    // 2 x 2 warps of 4 x 8 tiles, K slices of 32 in 3 buffers: the operand tiles (rows padded
+    // by 8 elements) and the float32 staging tile pass the 48 KiB a block declares statically.
+    std::string config;
+    const ir::PrimFunc f =
+        g.lower(t, {{"warps_m", 1}, {"mma_m", 2}, {"warps_n", 1}, {"mma_n", 3}, {"pipeline_stages", 1}}, &config);
+    INFO(spec << ": " << config);
+    const int64_t operands = (128 * (32 + 8) + 128 * (32 + 8)) * 2 * 3, staging = 128 * 128 * 4;
+    codegen::GpuBuildOptions text_only;
+    text_only.compile = false;
+    const codegen::GpuModule text = codegen::build_gpu({f}, t, text_only);
+    CHECK(text.programs[0].launches[0].dynamic_shared_bytes == operands + staging);
+    CHECK_THAT(text.source, Contains("extern __shared__ __align__(16) unsigned char kiln_shared[];"));
+    CHECK(test::occurrences(text.source, "__shared__") == 1);
+    // Its sibling of 64 x 64 tiles stays static.
+    const ir::PrimFunc small = g.lower(t, {}, nullptr);
+    CHECK(codegen::build_gpu({small}, t, text_only).programs[0].launches[0].dynamic_shared_bytes == 0);
+    if (!codegen::cuda_codegen_available()) {
+      WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
+      continue;
+    }
+    const codegen::GpuModule mod = test::build_own_sm({f}, t);
+    const std::string ptx = mod.images[1].bytes;
+    // Each iteration leaves the group of the slice after next in flight.
+    CHECK(test::occurrences(ptx, "cp.async.wait_group 1") >= 2);
+    CHECK(test::occurrences(ptx, "cp.async.wait_group 0") == 0);
+    CHECK(mod.max_spill_bytes == 0);
+    CHECK_THAT(mod.notes[0], Contains("+ " + std::to_string(operands + staging) + " dynamic"));
+  }
+  // Past the opt-in limit: sm_80's 163 KiB.
+  CHECK_THROWS_WITH(g.lower(Target::parse("cuda -arch=sm_80"), {{"warps_m", 2}, {"mma_m", 2}, {"warps_n", 2}, {"mma_n", 3}}),
+                    Contains("exceeds the target's 1024 threads or 166912 shared bytes"));
 }
 
 TEST_CASE("tensor cores: sm_75 and OpenCL default to the plain tiles", "[gpu][mma]") {
@@ -176,15 +224,26 @@ TEST_CASE("tensor cores: the schedule's OpenCL twin on PoCL against a double-pre
       CHECK(races.first == "");
     }
   }
-  // Other corners of the knobs: one warp of one tile, K slices of 64, no double buffering.
+  // Other corners of the knobs: one warp of one tile, K slices of 64, no double buffering; 3
+  // buffers over 5 K slices of 16, 4 over 3 of 32 (the prologue fills all three).
   const Gemm g(Kind::kDense, ir::DataType::f16(), 1, 48, 40, 80);
   for (const auto& choices : std::vector<std::map<std::string, size_t>>{
            {{"tensor_core", 1}, {"warps_m", 0}, {"warps_n", 0}, {"mma_m", 0}, {"mma_n", 0}},
-           {{"tensor_core", 1}, {"mma_k", 2}, {"double_buffer", 0}, {"warps_m", 2}, {"mma_m", 0}, {"mma_n", 2}}}) {
+           {{"tensor_core", 1}, {"mma_k", 2}, {"double_buffer", 0}, {"warps_m", 2}, {"mma_m", 0}, {"mma_n", 2}},
+           {{"tensor_core", 1}, {"double_buffer", 1}, {"mma_k", 0}, {"pipeline_stages", 1}},
+           {{"tensor_core", 1}, {"double_buffer", 1}, {"mma_k", 1}, {"pipeline_stages", 2}}}) {
     std::string config;
     const ir::PrimFunc f = g.lower(t, choices, &config);
     INFO(config);
     CHECK(wrong_on_pocl(*dev, g, codegen::build_gpu({f}, t), nullptr) == 0);
+    if (!choices.count("pipeline_stages")) continue;
+    // The pipelines race-checked too: a buffer refilled before every thread read it would show.
+    codegen::GpuBuildOptions opt;
+    opt.race_check = true;
+    test::RaceReport races;
+    CHECK(wrong_on_pocl(*dev, g, codegen::build_gpu({f}, t, opt), &races) == 0);
+    CHECK(races.count == 0);
+    CHECK_THAT(ir::to_string(f), Contains("double_buffer_scope = " + std::to_string(choices.at("pipeline_stages") + 2)));
   }
 }
 

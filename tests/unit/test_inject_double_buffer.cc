@@ -37,14 +37,15 @@ struct TiledSum {
   ir::Var tx{"tx"}, k{"k"};
   ir::PrimFunc f;
 
-  explicit TiledSum(bool marked) {
+  // `buffers`: the marker's value (Stage::double_buffer(buffers); 1 as 2).
+  explicit TiledSum(bool marked, int buffers = 1) {
     using namespace ir;
     const DataType t = DataType::f32();
     x = test::flat_buffer("X", t, 12);
     y = test::flat_buffer("Y", t, 4);
     s = test::flat_buffer("S", t, 4, "shared");
     Stmt load = buffer_store(s, buffer_load(x, {k * 4 + tx}), {tx});
-    if (marked) load = attr_stmt(kDoubleBufferScope, s->data, Expr(1), load);
+    if (marked) load = attr_stmt(kDoubleBufferScope, s->data, Expr(buffers), load);
     Stmt use = buffer_store(y, buffer_load(y, {tx}) + buffer_load(s, {Expr(3) - tx}), {tx});
     Stmt loop = for_loop(k, 0, 3, ForKind::Serial, allocate(s, seq({load, use})));
     f = test::prim_func("tiled_sum", {x, y}, for_loop(tx, 0, 4, ForKind::ThreadBinding, loop, "threadIdx.x"));
@@ -58,10 +59,10 @@ ir::KernelLaunch launch_of(int64_t threads) {
   return l;
 }
 
-// The matmul template's dense at `choices`, its shared tiles double-buffered when `db`, their
-// rows padded by `pad` elements.
+// The matmul template's dense at `choices`, its shared tiles double-buffered when `db` (with
+// `buffers` buffers), their rows padded by `pad` elements.
 ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, bool db, const Target& t,
-                      const std::map<std::string, size_t>& choices = {}, int64_t pad = 0) {
+                      const std::map<std::string, size_t>& choices = {}, int64_t pad = 0, int buffers = 2) {
   te::Tensor x = te::placeholder({m, k}, ir::DataType::f32(), "X");
   te::Tensor w = te::placeholder({n, k}, ir::DataType::f32(), "W");
   te::Tensor y = te::ops::dense_plain(x, w);
@@ -72,7 +73,7 @@ ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, bool db, const Target& t,
     if (st->scope != "shared") continue;
     if (pad) st.pad_rows(pad);
     if (db) {
-      st.double_buffer();
+      st.double_buffer(buffers);
       ++marked;
     }
   }
@@ -150,6 +151,57 @@ TEST_CASE("inject_double_buffer: before and after on a tiled sum", "[ir][gpu]") 
 )");
 }
 
+TEST_CASE("inject_double_buffer: three buffers, plain and asynchronous", "[ir][gpu]") {
+  TiledSum before(true, 3);
+  // Tile t lives in buffer t % 3: the prologue fills tiles 0 and 1, iteration k reads buffer
+  // k % 3 and fills tile k + 2 into buffer (k + 2) % 3, which iteration k - 1 read before its
+  // closing barrier.
+  CHECK(ir::to_string(ir::inject_double_buffer(before.f)) == R"(func tiled_sum(X: float32[12], Y: float32[4]) {
+  thread_binding("threadIdx.x") for (tx, 0, 4) {
+    allocate S: float32[12], shared
+    S[tx] = X[tx]
+    S[tx + 4] = X[tx + 4]
+    kiln_barrier()
+    for (k, 0, 3) {
+      Y[tx] = Y[tx] + S[3 - tx + floormod(k, 3)*4]
+      // attr [k] double_buffer_write = 1
+      if (k + 2 < 3) {
+        S[floormod(k + 2, 3)*4 + tx] = X[k*4 + tx + 8]
+      }
+      kiln_barrier()
+    }
+  }
+}
+)");
+  // Asynchronous: a group per prologue tile and one per iteration, committed outside the guard
+  // (empty past the end), so that waiting until one is pending completes tile k + 1's.
+  CHECK(ir::to_string(ir::inject_double_buffer(before.f, true)) == R"(func tiled_sum(X: float32[12], Y: float32[4]) {
+  thread_binding("threadIdx.x") for (tx, 0, 4) {
+    allocate S: float32[12], shared
+    // attr [S] async_copy = 4
+    S[tx] = X[tx]
+    kiln_async_commit()
+    // attr [S] async_copy = 4
+    S[tx + 4] = X[tx + 4]
+    kiln_async_commit()
+    kiln_async_wait(1)
+    kiln_barrier()
+    for (k, 0, 3) {
+      // attr [k] double_buffer_write = 1
+      if (k + 2 < 3) {
+        // attr [S] async_copy = 4
+        S[floormod(k + 2, 3)*4 + tx] = X[k*4 + tx + 8]
+      }
+      kiln_async_commit()
+      Y[tx] = Y[tx] + S[3 - tx + floormod(k, 3)*4]
+      kiln_async_wait(1)
+      kiln_barrier()
+    }
+  }
+}
+)");
+}
+
 TEST_CASE("inject_double_buffer: nothing marked, nothing changes", "[ir][gpu]") {
   TiledSum plain(false);
   CHECK(ir::to_string(ir::inject_double_buffer(plain.f)) == ir::to_string(plain.f));
@@ -164,6 +216,26 @@ TEST_CASE("inject_double_buffer: refusals", "[ir][gpu]") {
   te::Tensor xl = s.cache_read(x, "local", {y});
   CHECK_THROWS_WITH(s[xl].double_buffer(), Contains("double_buffer: stage 'X.local' has scope 'local'"));
   CHECK_THROWS_WITH(s[y].double_buffer(), Contains("stage 'dense' has scope 'global'"));
+  schedule::Schedule s2 = schedule::create({y});
+  te::Tensor xs = s2.cache_read(x, "shared", {y});
+  CHECK_THROWS_WITH(s2[xs].double_buffer(1), Contains("stage 'X.shared': buffers=1, not 2 to 8"));
+  CHECK_THROWS_WITH(s2[xs].double_buffer(9), Contains("buffers=9, not 2 to 8"));
+
+  // Two tiles of one loop with different numbers of buffers.
+  {
+    using namespace ir;
+    const DataType t = DataType::f32();
+    Buffer x2 = test::flat_buffer("X", t, 12), y2 = test::flat_buffer("Y", t, 4);
+    Buffer s1 = test::flat_buffer("S1", t, 4, "shared"), s2 = test::flat_buffer("S2", t, 4, "shared");
+    Var tx("tx"), k("k");
+    auto fill = [&](const Buffer& b, int buffers) {
+      return attr_stmt(kDoubleBufferScope, b->data, Expr(buffers), buffer_store(b, buffer_load(x2, {k * 4 + tx}), {tx}));
+    };
+    Stmt use = buffer_store(y2, buffer_load(s1, {tx}) + buffer_load(s2, {tx}), {tx});
+    Stmt loop = for_loop(k, 0, 3, ForKind::Serial, allocate(s1, allocate(s2, seq({fill(s1, 2), fill(s2, 3), use}))));
+    PrimFunc f = test::prim_func("k", {x2, y2}, for_loop(tx, 0, 4, ForKind::ThreadBinding, loop, "threadIdx.x"));
+    CHECK_THROWS_WITH(inject_double_buffer(f), Contains("shared buffers of loop 'k' have 2 and 3 buffers"));
+  }
 
   // A marked producer outside any serial loop.
   using namespace ir;
@@ -201,14 +273,16 @@ TEST_CASE("inject_double_buffer: refusals of loops it cannot double-buffer", "[i
 TEST_CASE("double_buffer: the matmul template on the OpenCL device, race-checked", "[gpu][opencl]") {
   REQUIRE_OPENCL(dev);
   const Target t = Target::parse("opencl");
-  // The default knobs on sizes no tile divides, and small tiles with several K slices.
-  const std::vector<std::array<int64_t, 3>> sizes = {{70, 90, 45}, {64, 64, 64}, {33, 65, 17}};
-  for (const auto& [m, n, k] : sizes) {
+  // The default knobs on sizes no tile divides, and small tiles with several K slices; three
+  // buffers over 4 slices and over 2 (the prologue fills both, the loop none).
+  const std::vector<std::array<int64_t, 4>> cases = {{70, 90, 45, 2}, {64, 64, 64, 2}, {33, 65, 17, 2},
+                                                     {64, 64, 64, 3}, {33, 65, 17, 3}};
+  for (const auto& [m, n, k, buffers] : cases) {
     for (bool race_check : {false, true}) {
-      INFO("dense " << m << "x" << n << "x" << k << (race_check ? " race-checked" : ""));
+      INFO("dense " << m << "x" << n << "x" << k << ", " << buffers << " buffers" << (race_check ? " race-checked" : ""));
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
-      codegen::GpuModule mod = codegen::build_gpu({dense_ir(m, n, k, true, t)}, t, opt);
+      codegen::GpuModule mod = codegen::build_gpu({dense_ir(m, n, k, true, t, {}, 0, static_cast<int>(buffers))}, t, opt);
       auto xv = ref::random_floats(m * k, 11, -4.f, 4.f), wv = ref::random_floats(n * k, 12, -4.f, 4.f);
       std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
                                    NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),

@@ -9,14 +9,19 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <set>
 #include <utility>
 
+#include "kiln/codegen/ldmatrix.h"
 #include "kiln/ir/arith.h"
+#include "kiln/ir/functor.h"
 #include "kiln/schedule/mma_intrin.h"
 #include "kiln/testing/reference.h"
 
 using namespace kiln;
+using Catch::Contains;
 
 namespace {
 
@@ -161,4 +166,119 @@ TEST_CASE("mma m16n8k16 fragment layout: every element of each operand has one l
   CHECK(at(schedule::mma_a_element, 5, 6) == Element{9, 10});
   CHECK(at(schedule::mma_b_element, 5, 3) == Element{11, 1});
   CHECK(at(schedule::mma_c_element, 5, 2) == Element{9, 2});
+}
+
+namespace {
+
+// ldmatrix.sync.aligned.m8n8.x{tiles}[.trans].shared.b16 as the PTX ISA describes it ("Warp-level
+// matrix load instruction: ldmatrix"), on a shared memory of 16-bit elements: lane 8 t + r gives
+// the address of row r of tile t; lane l receives, in register t, the two elements at (row l / 4,
+// columns 2 (l % 4) + h) of tile t, or with .trans at (rows 2 (l % 4) + h, column l / 4).
+std::array<std::array<int64_t, 8>, 32> isa_ldmatrix(const std::vector<int64_t>& mem, int tiles, bool trans,
+                                                    const std::array<int64_t, 32>& provided) {
+  std::array<std::array<int64_t, 8>, 32> regs{};
+  for (int l = 0; l < 32; ++l)
+    for (int t = 0; t < tiles; ++t)
+      for (int h = 0; h < 2; ++h) {
+        const int row = trans ? 2 * (l % 4) + h : l / 4, col = trans ? l / 4 : 2 * (l % 4) + h;
+        regs[l][2 * t + h] = mem.at(provided[8 * t + row] + col);
+      }
+  return regs;
+}
+
+int64_t evaluated(const ir::Expr& e, const ir::VarMap<ir::Expr>& values) {
+  auto v = ir::as_const_int(ir::arith::simplify(ir::substitute(e, values)));
+  REQUIRE(v);
+  return *v;
+}
+
+// A warp's fragment of an mma operand in a padded shared tile: the flat index of each element a
+// lane loads, through kiln's layout (mma_a_element / mma_b_element), at block offsets `w` (rows)
+// and `ko` (16-element K steps).
+struct SharedFragment {
+  ir::Var lane{"lane"}, w{"w"}, ko{"ko"};
+  std::vector<ir::Expr> elements;
+  // A (16 x 16, row-major, rows `stride` apart).
+  static SharedFragment a(int64_t stride) {
+    SharedFragment f;
+    for (int i = 0; i < 8; ++i) {
+      schedule::MmaElement x = schedule::mma_a_element(f.lane, ir::Expr(i));
+      f.elements.push_back((f.w * 16 + x.row) * ir::Expr(stride) + f.ko * 16 + x.col);
+    }
+    return f;
+  }
+  // B as K x N (kn) or N x K, rows `stride` apart.
+  static SharedFragment b(int64_t stride, bool kn) {
+    SharedFragment f;
+    for (int i = 0; i < 4; ++i) {
+      schedule::MmaElement x = schedule::mma_b_element(f.lane, ir::Expr(i));  // row: k, col: n
+      f.elements.push_back(kn ? (f.ko * 16 + x.row) * ir::Expr(stride) + f.w * 8 + x.col
+                              : (f.w * 8 + x.col) * ir::Expr(stride) + f.ko * 16 + x.row);
+    }
+    return f;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ldmatrix: the rows kiln's lanes provide hand each lane its mma fragment, as the PTX ISA loads them", "[mma]") {
+  struct Case {
+    const char* name;
+    SharedFragment f;
+    int tiles;
+    bool trans;
+  };
+  const std::vector<Case> cases = {{"A, rows of 40", SharedFragment::a(40), 4, false},
+                                   {"A, rows of 72", SharedFragment::a(72), 4, false},
+                                   {"B as N x K, rows of 40", SharedFragment::b(40, false), 2, false},
+                                   {"B as K x N, rows of 72", SharedFragment::b(72, true), 2, true},
+                                   {"B as K x N, rows of 136", SharedFragment::b(136, true), 2, true}};
+  std::vector<int64_t> mem(64 * 256);
+  for (size_t i = 0; i < mem.size(); ++i) mem[i] = static_cast<int64_t>(i * 7 + 3);  // distinct values
+  for (const Case& c : cases) {
+    INFO(c.name);
+    std::string why;
+    const std::optional<codegen::LdmatrixLoad> ld = codegen::ldmatrix_load(c.f.elements, c.f.lane, ir::arith::Analyzer(), &why);
+    INFO(why);
+    REQUIRE(ld);
+    CHECK(ld->tiles == c.tiles);
+    CHECK(ld->trans == c.trans);
+    for (auto [w, ko] : {std::pair<int, int>{0, 0}, {1, 2}, {3, 1}}) {
+      std::array<int64_t, 32> provided{};
+      for (int p = 0; p < 32; ++p)
+        provided[p] = evaluated(ld->row, {{c.f.lane.get(), ir::Expr(p)}, {c.f.w.get(), ir::Expr(w)}, {c.f.ko.get(), ir::Expr(ko)}});
+      const auto regs = isa_ldmatrix(mem, ld->tiles, ld->trans, provided);
+      int wrong = 0;
+      for (int l = 0; l < 32; ++l)
+        for (size_t i = 0; i < c.f.elements.size(); ++i) {
+          const int64_t own = evaluated(c.f.elements[i], {{c.f.lane.get(), ir::Expr(l)}, {c.f.w.get(), ir::Expr(w)}, {c.f.ko.get(), ir::Expr(ko)}});
+          wrong += regs[l][i] != mem.at(own);
+        }
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("ldmatrix: fragments it cannot load are refused, saying why", "[mma]") {
+  auto refusal = [](const SharedFragment& f) {
+    std::string why;
+    CHECK_FALSE(codegen::ldmatrix_load(f.elements, f.lane, ir::arith::Analyzer(), &why));
+    return why;
+  };
+  // Rows 36 elements (72 bytes) apart: not 16-byte aligned.
+  CHECK_THAT(refusal(SharedFragment::a(36)), Contains("16 bytes"));
+  // A register of two rows' elements (A's elements 1 and 3 swapped): no ldmatrix loads that.
+  // (Whole registers swapped would be tiles in another order, which ldmatrix loads alike.)
+  SharedFragment swapped = SharedFragment::a(40);
+  std::swap(swapped.elements[1], swapped.elements[3]);
+  CHECK_THAT(refusal(swapped), Contains("not in ldmatrix's layout"));
+  // A K offset of any element count: the first row is not proved aligned.
+  SharedFragment unaligned = SharedFragment::a(40);
+  ir::Var k("k");
+  for (ir::Expr& e : unaligned.elements) e = e + k;
+  CHECK_THAT(refusal(unaligned), Contains("not proved 16-byte aligned"));
+  // Three registers.
+  SharedFragment three = SharedFragment::a(40);
+  three.elements.resize(6);
+  CHECK_THAT(refusal(three), Contains("2 or 4 registers"));
 }

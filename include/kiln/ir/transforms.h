@@ -89,6 +89,9 @@ inline constexpr const char* kAsyncWait = "kiln_async_wait";
 // tile k; the prologue commits and waits before its barrier likewise.
 // Marked producers move after the rest of the body (before it, asynchronous), so they must not
 // read what the loop writes.
+// A marker's value S > 2 (Stage::double_buffer(S); below, 2) gives S buffers: the prologue produces
+// iterations 0..S-2 and iteration k produces k + S - 1 into buffer (k + S - 1) % S; with async
+// copies every iteration commits a group and waits for all but S - 2 (the pass's comment).
 // A no-op when nothing is marked. kiln::Error naming the buffer for a marker not at the top of a
 // serial loop, or a loop under a branch not every thread of the block takes. Run before
 // hoist_device_allocations.

@@ -60,7 +60,7 @@ struct StageNode {
   std::shared_ptr<StageNode> attach_stage;  // for AttachKind::At
   ir::IterVar attach_ivar;                  // a leaf of attach_stage
   std::string scope = "global";             // storage scope of the stage's buffer
-  bool double_buffer = false;               // see Stage::double_buffer
+  int double_buffer = 0;                    // buffers of the tile (0: not buffered); see Stage::double_buffer
   int64_t row_pad = 0;                      // see Stage::pad_rows
   bool is_output = false;
   std::weak_ptr<ScheduleNode> schedule;
@@ -124,8 +124,9 @@ class Stage {
   // Two halves of the stage's shared buffer, so that the serial loop it is computed at loads
   // iteration i+1 into one half while iteration i computes on the other: lowered, AttrStmt
   // ir::kDoubleBufferScope around the stage's producer, which ir::inject_double_buffer rewrites.
-  // Only for a "shared" stage (a register or global buffer gains nothing from it).
-  void double_buffer();
+  // Only for a "shared" stage (a register or global buffer gains nothing from it). With
+  // `buffers` > 2, a pipeline of that many: iteration i loads iteration i + buffers - 1.
+  void double_buffer(int buffers = 2);
   // Pads each row of the stage's shared buffer by `elements` unused elements (the innermost
   // axis's extent + elements becomes the row stride, TVM's storage_align with a fixed offset),
   // so that a warp reading down a column meets other shared-memory banks: a 64-byte row puts

@@ -69,7 +69,9 @@ struct GpuFacts {
   int sm = 0;                               // compute capability major*10 + minor (80, 90); 0 for OpenCL
   int max_threads_per_block = 1024;
   int64_t max_shared_bytes = 48 << 10;      // static shared memory per block
-  int64_t max_dynamic_shared_bytes = 48 << 10;  // per block with the opt-in attribute (sm_90: 227 KiB)
+  // Per block with the opt-in attribute (sm_90: 227 KiB), which CUDA kernels past the static
+  // limit take (codegen::build_gpu); OpenCL: the static limit, or -max-shared.
+  int64_t max_dynamic_shared_bytes = 48 << 10;
   int registers_per_block = 65536;
   int max_registers_per_thread = 255;
   int warp_size = 32;

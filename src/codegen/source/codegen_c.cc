@@ -27,11 +27,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "kiln/codegen/ldmatrix.h"
 #include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/structural.h"
@@ -57,21 +59,6 @@ std::unordered_set<const ir::VarNode*> written_buffers(const ir::Stmt& body) {
   return scan.out;
 }
 
-// The shared allocations of a kernel, in order (declared at its top).
-std::vector<ir::Buffer> shared_buffers(const ir::Stmt& body) {
-  struct Scan : ir::StmtVisitor {
-    std::vector<ir::Buffer> out;
-    void visit_allocate(const ir::AllocateNode* op) override {
-      if (op->buffer->scope == "shared") out.push_back(op->buffer);
-      ir::StmtVisitor::visit_allocate(op);
-    }
-  } scan;
-  scan.visit_stmt(body);
-  return scan.out;
-}
-
-
-
 class KernelPrinter {
  public:
   // race_check: print the race-checking build; `checked` numbers its shadowed buffers across
@@ -94,9 +81,19 @@ class KernelPrinter {
     if (race_check_) params += (params.empty() ? "" : ", ") + d_.global_param("int", "kiln_races", false);
     out_ << d_.kernel_prefix(launch_) << " " << f_.name << "(" << params << ") {\n";
     indent_ = 1;
-    for (const ir::Buffer& b : shared_buffers(f_.body)) {
+    const SharedLayout shared = shared_layout(f_.body);
+    const bool dynamic = launch_.dynamic_shared_bytes > 0;
+    KILN_CHECK(!dynamic || launch_.dynamic_shared_bytes == shared.bytes)
+        << "kernel '" << f_.name << "': launched with " << launch_.dynamic_shared_bytes
+        << " bytes of dynamic shared memory, but its buffers take " << shared.bytes;
+    if (dynamic) line(d_.dynamic_shared_array("kiln_shared"));
+    for (const auto& [b, offset] : shared.buffers) {
       check_type(b->dtype, "shared buffer '" + b->name + "'");
-      line(fmt::format("{} {} {}[{}];", d_.shared_qualifier(), d_.type_name(b->dtype), name_of(b->data), b.num_elements()));
+      const std::string type = d_.type_name(b->dtype);
+      if (dynamic)
+        line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(kiln_shared + {2});", type, name_of(b->data), offset));
+      else
+        line(fmt::format("{} {} {}[{}];", d_.shared_qualifier(), type, name_of(b->data), b.num_elements()));
       if (!race_check_) continue;
       checked_.push_back(f_.name + "." + name_of(b->data));
       shadows_.push_back({b->data.get(), static_cast<int>(checked_.size()), b.num_elements(), "kiln_rcs_" + name_of(b->data)});
@@ -530,9 +527,20 @@ class KernelPrinter {
   void stmt(const ir::Stmt& s) {
     if (!s.defined()) return;
     switch (s.kind()) {
-      case ir::StmtKind::Seq:
-        for (const ir::Stmt& x : s.as<ir::SeqStmtNode>()->seq) stmt(x);
+      case ir::StmtKind::Seq: {
+        const std::vector<ir::Stmt>& seq = s.as<ir::SeqStmtNode>()->seq;
+        for (size_t i = 0; i < seq.size();) {
+          size_t end = i;
+          while (end < seq.size() && d_.warp_mma() && lane_mma(seq[end])) ++end;
+          if (end - i >= 2) {
+            warp_mma_run({seq.begin() + i, seq.begin() + end});
+            i = end;
+          } else {
+            stmt(seq[i++]);
+          }
+        }
         return;
+      }
       case ir::StmtKind::LetStmt: {
         const auto* l = s.as<ir::LetStmtNode>();
         if (l->var.dtype().is_vector()) {
@@ -654,10 +662,96 @@ class KernelPrinter {
     line(d_.async_copy(bytes, dst, src, fmt::format("({} ? {} : 0)", ok, bytes)));
   }
 
+  // A warp's mma over one tile (mma_intrin.h): the lanes' loop around an ir::kMmaSync region.
+  static const ir::AttrStmtNode* lane_mma(const ir::Stmt& s) {
+    const auto* loop = s.as<ir::ForNode>();
+    if (!loop || loop->for_kind != ir::ForKind::ThreadBinding || loop->thread_tag != "threadIdx.x") return nullptr;
+    ir::Stmt body = loop->body;
+    while (const auto* a = body.as<ir::AttrStmtNode>()) {
+      if (a->key == ir::kMmaSync) return a;
+      if (a->key != ir::kWarpFragment) return nullptr;
+      body = a->body;
+    }
+    return nullptr;
+  }
+
+  // Consecutive mma of a warp's tiles, printed as one lanes' loop whose ldmatrix loads are
+  // shared: the tiles of a row of the warp's tile read the same fragment of A, those of a
+  // column the same of B (mma_fragments_ caches them for the run; nothing in it writes memory).
+  void warp_mma_run(const std::vector<ir::Stmt>& run) {
+    const auto* first = run[0].as<ir::ForNode>();
+    std::vector<ir::Stmt> bodies;
+    for (const ir::Stmt& s : run) {
+      const auto* loop = s.as<ir::ForNode>();
+      bodies.push_back(ir::substitute(loop->body, ir::VarMap<ir::Expr>{{loop->loop_var.get(), first->loop_var}}));
+    }
+    mma_fragments_.clear();
+    sharing_fragments_ = true;
+    stmt(ir::for_loop(first->loop_var, first->min, first->extent, first->for_kind, ir::seq(bodies), first->thread_tag));
+    sharing_fragments_ = false;
+    mma_fragments_.clear();
+  }
+
+  // The registers of an mma operand: `count` 16-bit elements (args[first...]) two to a 32-bit
+  // register, the lower element in the low half. One ldmatrix where the elements are rows of
+  // shared memory in its layout (ldmatrix.h), else loads, with a comment saying why.
+  std::vector<std::string> mma_operand(const std::vector<ir::Expr>& args, size_t first, size_t count,
+                                       const char* operand) {
+    std::vector<ir::Expr> indices;
+    const ir::BufferLoadNode* l0 = args[first].as<ir::BufferLoadNode>();
+    std::string why;
+    for (size_t i = first; i < first + count; ++i) {
+      const auto* l = args[i].as<ir::BufferLoadNode>();
+      if (!l || !l0 || !l->buffer->data.same_as(l0->buffer->data) || l->indices.size() != 1) {
+        why = "its elements are not loads of one buffer";
+        break;
+      }
+      indices.push_back(l->indices[0]);
+    }
+    if (why.empty() && l0->buffer->scope != "shared") why = "'" + l0->buffer->name + "' is not in shared memory";
+    std::optional<LdmatrixLoad> ld;
+    if (why.empty() && !lane_vars_.empty() && d_.ldmatrix()) ld = ldmatrix_load(indices, lane_vars_.back(), analyzer_, &why);
+    if (!ld) {
+      line(fmt::format("// {}: loads, not ldmatrix: {}", operand, why.empty() ? "the dialect has no ldmatrix" : why));
+      std::vector<std::string> regs;
+      for (size_t r = 0; r < count / 2; ++r) regs.push_back(pack(args, first + 2 * r));
+      return regs;
+    }
+    const std::string address = name_of(l0->buffer->data) + " + " + use(ld->row);
+    const std::string key = fmt::format("{}{} {}", ld->tiles, ld->trans ? "t" : "", address);
+    auto it = mma_fragments_.find(key);
+    if (it != mma_fragments_.end()) return it->second;
+    std::vector<std::string> regs;
+    for (int t = 0; t < ld->tiles; ++t) regs.push_back(fresh_name(std::string("frag_") + operand));
+    line(fmt::format("unsigned {};", fmt::join(regs, ", ")));
+    line(d_.ldmatrix(ld->tiles, ld->trans, regs, address));
+    if (sharing_fragments_) mma_fragments_[key] = regs;
+    return regs;
+  }
+
+  // Register `lo / 2` of an operand by loads: neighbours in memory, the first 4-byte aligned,
+  // as one 32-bit load (little-endian: the lower element in the low half), else two.
+  std::string pack(const std::vector<ir::Expr>& args, size_t lo) {
+    auto element = [&](const ir::Expr& e) {
+      const auto* l = e.as<ir::BufferLoadNode>();
+      KILN_CHECK(l && l->indices.size() == 1) << "kernel '" << f_.name << "': an mma operand is not a flat load";
+      return name_of(l->buffer->data) + "[" + use(l->indices[0]) + "]";
+    };
+    const auto* x = args[lo].as<ir::BufferLoadNode>();
+    const auto* y = args[lo + 1].as<ir::BufferLoadNode>();
+    if (x && y && x->buffer->data.same_as(y->buffer->data) && x->indices.size() == 1 && y->indices.size() == 1) {
+      const ir::Expr& i = x->indices[0];
+      const ir::Expr two = ir::make_int(i.dtype(), 2);
+      if (analyzer_.can_prove(ir::eq(y->indices[0] - i, ir::make_int(i.dtype(), 1))) &&
+          analyzer_.can_prove(ir::eq(ir::floormod(i, two), ir::make_zero(i.dtype()))))
+        return "(*(const unsigned*)(" + name_of(x->buffer->data) + " + " + use(i) + "))";
+    }
+    return "((unsigned)" + element(args[lo]) + " | ((unsigned)" + element(args[lo + 1]) + " << 16))";
+  }
+
   // An ir::kMmaSync region as the dialect's mma: the call's 4 accumulators as lvalues, its 8
-  // elements of A and 4 of B as their bits (16-bit floats are stored as bits), two to a 32-bit
-  // register, the lower element in the low half (as a little-endian 32-bit load of the pair).
-  // Buffers are at least 16-byte aligned (shared: the dialect's qualifier).
+  // elements of A and 4 of B as their bits (16-bit floats are stored as bits) in registers
+  // (mma_operand). Buffers are at least 16-byte aligned (shared: the dialect's qualifier).
   void warp_mma(const ir::AttrStmtNode* a) {
     const auto* c = a->value.as<ir::CallNode>();
     KILN_CHECK(c && c->name == ir::kMmaSyncCall && c->args.size() == 16)
@@ -670,23 +764,9 @@ class KernelPrinter {
     const ir::DataType in = c->args[4].dtype();
     KILN_CHECK(in == ir::DataType::f16() || in == ir::DataType::bf16())
         << "kernel '" << f_.name << "': mma inputs of type " << in.str();
-    std::vector<std::string> acc, regs_a, regs_b;
+    std::vector<std::string> acc;
     for (int i = 0; i < 4; ++i) acc.push_back(element(c->args[i]));
-    // Neighbours in memory, the first 4-byte aligned (A's pairs along K): one 32-bit load.
-    auto pack = [&](int lo) {
-      const auto* x = c->args[lo].as<ir::BufferLoadNode>();
-      const auto* y = c->args[lo + 1].as<ir::BufferLoadNode>();
-      if (x && y && x->buffer->data.same_as(y->buffer->data) && x->indices.size() == 1 && y->indices.size() == 1) {
-        const ir::Expr& i = x->indices[0];
-        const ir::Expr two = ir::make_int(i.dtype(), 2);
-        if (analyzer_.can_prove(ir::eq(y->indices[0] - i, ir::make_int(i.dtype(), 1))) &&
-            analyzer_.can_prove(ir::eq(ir::floormod(i, two), ir::make_zero(i.dtype()))))
-          return "(*(const unsigned*)(" + name_of(x->buffer->data) + " + " + use(i) + "))";
-      }
-      return "((unsigned)" + element(c->args[lo]) + " | ((unsigned)" + element(c->args[lo + 1]) + " << 16))";
-    };
-    for (int r = 0; r < 4; ++r) regs_a.push_back(pack(4 + 2 * r));
-    for (int r = 0; r < 2; ++r) regs_b.push_back(pack(12 + 2 * r));
+    const std::vector<std::string> regs_a = mma_operand(c->args, 4, 8, "A"), regs_b = mma_operand(c->args, 12, 4, "B");
     line(d_.warp_mma(in.is_bfloat() ? "bf16" : "f16", acc, regs_a, regs_b));
   }
 
@@ -713,6 +793,9 @@ class KernelPrinter {
       line("{");
       ++indent_;
       line(fmt::format("const {} {} = ({}){};", t, v, t, d_.thread_index(tag)));
+      // The lanes of a warp, for ldmatrix (mma_operand).
+      const bool lanes = tag == "threadIdx.x";
+      if (lanes) lane_vars_.push_back(op->loop_var);
       if (ext < launched) {
         line(fmt::format("if ({} < {}) {{", v, ext));
         block(op->body);
@@ -720,6 +803,7 @@ class KernelPrinter {
       } else {
         stmt(op->body);
       }
+      if (lanes) lane_vars_.pop_back();
       --indent_;
       line("}");
       return;
@@ -752,6 +836,10 @@ class KernelPrinter {
   // Registers read_vector_loads filled, by their buffer's data: a vector variable per access.
   std::unordered_map<const ir::VarNode*, std::vector<std::string>> registers_;
   std::unordered_set<std::string> used_;
+  std::vector<ir::Var> lane_vars_;  // the threadIdx.x loops around, innermost last
+  // In a run of mma (warp_mma_run): the registers each ldmatrix filled, by instruction and address.
+  bool sharing_fragments_ = false;
+  std::map<std::string, std::vector<std::string>> mma_fragments_;
   std::vector<std::string> pending_;
 };
 
@@ -759,6 +847,22 @@ class KernelPrinter {
 }  // namespace
 
 const Dialect& dialect(Language lang) { return lang == Language::kCUDA ? cuda_dialect() : opencl_dialect(); }
+
+SharedLayout shared_layout(const ir::Stmt& kernel_body) {
+  struct Scan : ir::StmtVisitor {
+    SharedLayout layout;
+    void visit_allocate(const ir::AllocateNode* op) override {
+      if (op->buffer->scope == "shared") {
+        layout.buffers.emplace_back(op->buffer, layout.bytes);
+        // 16-byte aligned, as the static declarations (the dialects' shared qualifier).
+        layout.bytes += (op->buffer.num_elements() * op->buffer->dtype.bytes() + 15) / 16 * 16;
+      }
+      ir::StmtVisitor::visit_allocate(op);
+    }
+  } scan;
+  scan.visit_stmt(kernel_body);
+  return scan.layout;
+}
 
 std::string print_module(const std::vector<ir::DeviceProgram>& programs, const Dialect& d, bool race_check,
                          std::vector<std::string>* checked_buffers) {

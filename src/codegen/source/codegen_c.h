@@ -39,6 +39,9 @@ class Dialect {
   virtual std::string global_param(const std::string& elem_type, const std::string& name, bool read_only) const = 0;
   // The qualifier of a shared buffer's declaration: "__shared__" / "__local".
   virtual std::string shared_qualifier() const = 0;
+  // The declaration of a byte array `name` of dynamic shared memory (launch.dynamic_shared_bytes;
+  // CUDA only: build_gpu sets it for CUDA kernels alone).
+  virtual std::string dynamic_shared_array(const std::string& name) const = 0;
   // "threadIdx.x" / "(int)get_local_id(0)" (an int either way).
   virtual std::string thread_index(const std::string& tag) const = 0;
   // A block-wide barrier that also orders shared memory.
@@ -64,6 +67,14 @@ class Dialect {
   // (lvalues, read and written), its 4 32-bit registers of A and 2 of B (unsigned values). A
   // dialect without it prints the intrinsic's reference loops.
   virtual bool warp_mma() const = 0;
+  // ldmatrix (kiln/codegen/ldmatrix.h): whether the dialect has it; the statement loading `tiles`
+  // 8 x 8 tiles (.trans: transposed) into registers `regs` (unsigned), this lane's row at `row`
+  // (a shared-memory pointer to 16-bit elements).
+  virtual bool ldmatrix() const { return false; }
+  virtual std::string ldmatrix(int tiles, bool trans, const std::vector<std::string>& regs, const std::string& row) const {
+    (void)tiles, (void)trans, (void)regs, (void)row;
+    return "";
+  }
   virtual std::string warp_mma(const std::string& in, const std::vector<std::string>& acc,
                                const std::vector<std::string>& a, const std::vector<std::string>& b) const = 0;
   // The C type of a scalar element type: "long long" / "long", ...; bool storage is one byte.
@@ -84,6 +95,16 @@ class Dialect {
                                    const std::string& value) const = 0;
   virtual std::string vector_value(ir::DataType t, const std::vector<std::string>& lanes) const = 0;
 };
+
+// A kernel's shared buffers in declaration order, each at an offset aligned to 16 bytes in one
+// block of `bytes`: the layout of the dynamic shared memory of a CUDA kernel whose buffers pass
+// the 48 KiB it may declare statically (codegen::build_gpu sets its launch's
+// dynamic_shared_bytes to `bytes`, and the printer carves the buffers out of one extern array).
+struct SharedLayout {
+  std::vector<std::pair<ir::Buffer, int64_t>> buffers;  // (buffer, byte offset)
+  int64_t bytes = 0;
+};
+SharedLayout shared_layout(const ir::Stmt& kernel_body);
 
 const Dialect& cuda_dialect();
 const Dialect& opencl_dialect();

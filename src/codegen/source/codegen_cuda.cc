@@ -25,6 +25,9 @@ class CudaDialect : public Dialect {
   // 16-byte aligned: a cp.async of 16 bytes needs its shared address aligned so (the offsets
   // inside the buffer are proved by ir::inject_double_buffer).
   std::string shared_qualifier() const override { return "__shared__ __align__(16)"; }
+  std::string dynamic_shared_array(const std::string& name) const override {
+    return "extern __shared__ __align__(16) unsigned char " + name + "[];";
+  }
   std::string thread_index(const std::string& tag) const override { return tag; }
   std::string barrier() const override { return "__syncthreads();"; }
   std::string warp_shuffle_down(const std::string& value, const std::string& delta) const override {
@@ -63,6 +66,20 @@ class CudaDialect : public Dialect {
         "asm(\"mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
         "{{%8, %9}}, {{%0, %1, %2, %3}};\" : {1} : {2});",
         in, fmt::join(outs, ", "), fmt::join(ins, ", "));
+  }
+  // ldmatrix as inline PTX (sm_75 and newer). Volatile with a "memory" clobber: it reads shared
+  // memory the copies fill, so it must stay between their barriers (the printer shares one
+  // load among the mma of a run itself, warp_mma_run).
+  bool ldmatrix() const override { return true; }
+  std::string ldmatrix(int tiles, bool trans, const std::vector<std::string>& regs, const std::string& row) const override {
+    std::vector<std::string> outs, slots;
+    for (size_t i = 0; i < regs.size(); ++i) {
+      outs.push_back("\"=r\"(" + regs[i] + ")");
+      slots.push_back("%" + std::to_string(i));
+    }
+    return fmt::format(
+        "asm volatile(\"ldmatrix.sync.aligned.m8n8.x{}{}.shared.b16 {{{}}}, [%{}];\" : {} : \"r\"((unsigned)__cvta_generic_to_shared({})) : \"memory\");",
+        tiles, trans ? ".trans" : "", fmt::join(slots, ", "), regs.size(), fmt::join(outs, ", "), row);
   }
   std::string type_name(ir::DataType t) const override {
     if (t.is_bool()) return "unsigned char";

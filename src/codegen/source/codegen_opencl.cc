@@ -23,6 +23,11 @@ class OpenCLDialect : public Dialect {
     return std::string("__global ") + (read_only ? "const " : "") + elem + "* restrict " + name;
   }
   std::string shared_qualifier() const override { return "__local"; }
+  // OpenCL's dynamic local memory is a kernel argument (device_api.h); kiln's OpenCL kernels declare theirs.
+  std::string dynamic_shared_array(const std::string&) const override {
+    KILN_THROW() << "OpenCL kernels take no dynamic shared memory from kiln's printer";
+    return "";
+  }
   std::string thread_index(const std::string& tag) const override {
     const char axis = tag.back();
     const int dim = axis - 'x';

@@ -34,6 +34,16 @@
 // and it is the one iteration k+1 reads, so no wait lets a group stay pending (wait_group 1 would
 // need the copy of tile k+2 issued before the compute of tile k: a third half). The commit sits
 // in the guard: in the last iteration no group is made, and wait(0) returns at once.
+//
+// More buffers (the marker's value S > 2, Stage::double_buffer(S)): a pipeline S - 1 tiles deep.
+//   produce B(0..S-2) into buffers 0..S-2, a commit after each; wait(S-2); barrier
+//   for (k, 0, K) { if (k+S-1 < K) produce B(k+S-1) into buffer (k+S-1)%S; commit
+//                   compute(k) reads buffer k%S; wait(S-2); barrier }
+// Buffer (k+S-1)%S = (k-1)%S was last read in iteration k-1, before its closing barrier. Every
+// iteration commits a group, empty past the end, so the groups in flight are those of tiles
+// k+1..k+S-1 at the wait, and leaving S-2 of them pending completes tile k+1's. Without
+// asynchronous copies the producers go after the compute, as with two.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -120,7 +130,8 @@ Accessed accessed(const Stmt& s) {
 
 Stmt barrier() { return evaluate(make_intrinsic(DataType::i32(), "kiln_barrier", {})); }
 Stmt commit() { return evaluate(make_intrinsic(DataType::i32(), kAsyncCommit, {})); }
-Stmt wait_all() { return evaluate(make_intrinsic(DataType::i32(), kAsyncWait, {i32(0)})); }
+// Waits until at most `pending` of the thread's groups of copies are in flight.
+Stmt wait(int64_t pending) { return evaluate(make_intrinsic(DataType::i32(), kAsyncWait, {i32(pending)})); }
 
 class Injector : public StmtMutator {
  public:
@@ -188,6 +199,10 @@ class Injector : public StmtMutator {
     if (producers.empty()) return self;
     const std::string loop = op->loop_var->name;
 
+    // The number of buffers: the markers' value (2 for a value below), the same for every
+    // producer of the loop.
+    auto buffers_of = [](const AttrStmtNode* m) { return std::max<int64_t>(2, as_const_int(m->value).value_or(2)); };
+    const int64_t stages = buffers_of(marker(producers[0]));
     std::map<const VarNode*, Buffer> doubled;
     for (const Stmt& p : producers) {
       const AttrStmtNode* m = marker(p);
@@ -200,8 +215,11 @@ class Injector : public StmtMutator {
       KILN_USER_CHECK(divergent_ == 0)
           << "double_buffer: shared buffer '" << name_of(m) << "' is loaded in loop '" << loop
           << "' under a branch not every thread of the block takes; its barrier would not be reached by all";
+      KILN_USER_CHECK(buffers_of(m) == stages)
+          << "double_buffer: shared buffers of loop '" << loop << "' have " << stages << " and " << buffers_of(m)
+          << " buffers; one loop pipelines its tiles alike";
       auto node = std::make_shared<BufferNode>(*old.get());
-      node->shape = {i32(2 * old.num_elements())};
+      node->shape = {i32(stages * old.num_elements())};
       doubled[data] = Buffer(node);
     }
     // Producers move after the rest of the body (before it, asynchronous): what they read must
@@ -217,30 +235,51 @@ class Injector : public StmtMutator {
 
     const Var& k = op->loop_var;
     Expr rel = is_const_int(op->min, 0) ? Expr(k) : k - op->min;  // iteration number from 0
-    std::vector<Stmt> prologue, next;
-    for (const Stmt& p : producers) {
-      Stmt body = marker(p)->body;
-      // Simplified: the substituted iteration folds into the indices (X[0 + tx] -> X[tx]).
-      prologue.push_back(simplify(ToHalf(doubled, i32(0)).mutate_stmt(substitute(body, {{k.get(), op->min}}))));
-      next.push_back(simplify(
-          ToHalf(doubled, floormod(rel + i32(1), i32(2))).mutate_stmt(substitute(body, {{k.get(), k + i32(1)}}))));
+    // The producers of iteration `it` into buffer `buffer`, simplified: the substituted
+    // iteration folds into the indices (X[0 + tx] -> X[tx]).
+    auto produce = [&](const Expr& it, const Expr& buffer) {
+      std::vector<Stmt> out;
+      for (const Stmt& p : producers)
+        out.push_back(simplify(ToHalf(doubled, buffer).mutate_stmt(substitute(marker(p)->body, {{k.get(), it}}))));
+      return seq(out);
+    };
+    // The prologue fills buffers 0 .. stages - 2 (those of iterations the loop has).
+    const int64_t ahead = stages - 1;
+    std::vector<Stmt> prologue;
+    for (int64_t i = 0; i < ahead; ++i) {
+      Stmt fill = produce(i == 0 ? op->min : op->min + i32(i), i32(i));
+      if (i > 0 && !arith::Analyzer().can_prove(op->extent > i32(i))) fill = if_then_else(op->extent > i32(i), fill);
+      prologue.push_back(fill);
     }
+    const Stmt next = produce(k + i32(ahead), floormod(rel + i32(ahead), i32(stages)));
     std::vector<Stmt> body;
-    for (const Stmt& s : rest) body.push_back(ToHalf(doubled, floormod(rel, i32(2))).mutate_stmt(s));
-    const Expr more = k + i32(1) < op->min + op->extent;
+    for (const Stmt& s : rest) body.push_back(ToHalf(doubled, floormod(rel, i32(stages))).mutate_stmt(s));
+    const Expr more = k + i32(ahead) < op->min + op->extent;
     if (async_) {
       int converted = 0;
-      Stmt async_prologue = detail::make_async_copies(seq(prologue), ana_, &converted);
-      Stmt async_next = detail::make_async_copies(seq(next), ana_, &converted);
+      std::vector<Stmt> async_prologue;
+      for (const Stmt& fill : prologue) async_prologue.push_back(detail::make_async_copies(fill, ana_, &converted));
+      Stmt async_next = detail::make_async_copies(next, ana_, &converted);
       if (converted > 0) {
-        body.insert(body.begin(), attr_stmt(kDoubleBufferWrite, k, i32(1), if_then_else(more, seq({async_next, commit()}))));
-        body.push_back(wait_all());
+        // Two buffers: one group in flight, waited to 0. More: every iteration commits a group
+        // (an empty one past the end), so that waiting until `stages - 2` are pending leaves the
+        // next iteration's complete.
+        const Stmt issue = stages == 2 ? if_then_else(more, seq({async_next, commit()}))
+                                       : seq({if_then_else(more, async_next), commit()});
+        body.insert(body.begin(), attr_stmt(kDoubleBufferWrite, k, i32(1), issue));
+        body.push_back(wait(stages - 2));
         body.push_back(barrier());
         Stmt loop = for_loop(k, op->min, op->extent, op->for_kind, seq(body), op->thread_tag);
-        return allocated(allocs, doubled, seq({async_prologue, commit(), wait_all(), barrier(), loop}));
+        std::vector<Stmt> head;
+        for (const Stmt& fill : async_prologue) {
+          head.push_back(fill);
+          head.push_back(commit());
+        }
+        for (const Stmt& s : {wait(stages - 2), barrier(), loop}) head.push_back(s);
+        return allocated(allocs, doubled, seq(head));
       }
     }
-    body.push_back(attr_stmt(kDoubleBufferWrite, k, i32(1), if_then_else(more, seq(next))));
+    body.push_back(attr_stmt(kDoubleBufferWrite, k, i32(1), if_then_else(more, next)));
     body.push_back(barrier());
     prologue.push_back(barrier());
     prologue.push_back(for_loop(k, op->min, op->extent, op->for_kind, seq(body), op->thread_tag));

@@ -100,6 +100,8 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const bool async = target.kind == TargetKind::kCUDA && target.gpu.async_copy();
   const bool double_buffer_knob = cfg.define_knob("double_buffer", {0, 1}, async ? 1 : 0) != 0;
   const bool double_buffer = double_buffer_knob && k > bk;
+  // With more buffers, a pipeline that many less one slices deep (cp.async keeps them in flight).
+  const int buffers = static_cast<int>(cfg.define_knob("pipeline_stages", {2, 3, 4}, 2));
   // float16 / bfloat16 products over whole tiles can take the tensor cores instead (on by
   // default where the target has mma.sync); the knobs above then stay unused.
   if (std::optional<TensorIntrin> mma = mma_intrin_for(tiled, anchor)) {
@@ -108,16 +110,17 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
       // Other targets print the mma's reference loops (the OpenCL twin of the schedule).
       KILN_USER_CHECK(!cuda || target.gpu.mma_m16n8k16())
           << "matmul_gpu: tensor_core=1, but target '" << target.str() << "' has no mma.sync m16n8k16 (sm_80 and newer)";
-      schedule_matmul_tensorcore_gpu(s, tiled, anchor, row_axis, *mma, double_buffer_knob, target, cfg);
+      schedule_matmul_tensorcore_gpu(s, tiled, anchor, row_axis, *mma, double_buffer_knob ? buffers : 1, target, cfg);
       return;
     }
   }
   // At most: every tile's rows padded by 16 bytes (below).
   const int64_t elem = anchor.dtype().bytes();
-  const int64_t shared = (ty * tm + tx * tn) * (bk + 16 / elem) * elem * (double_buffer ? 2 : 1);
-  KILN_USER_CHECK(ty * tx <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
+  const int64_t shared = (ty * tm + tx * tn) * (bk + 16 / elem) * elem * (double_buffer ? buffers : 1);
+  // Past the 48 KiB a CUDA block declares statically, its shared memory is dynamic (build_gpu).
+  KILN_USER_CHECK(ty * tx <= target.gpu.max_threads_per_block && shared <= target.gpu.max_dynamic_shared_bytes)
       << "matmul_gpu: a " << ty << " x " << tx << " block staging " << shared << " bytes exceeds the target's "
-      << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_shared_bytes << " shared bytes";
+      << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_dynamic_shared_bytes << " shared bytes";
 
   const std::vector<te::Tensor> operands = anchor.op().input_tensors();
   // The accumulator in registers: the anchor itself when an epilogue is fused after it, else
@@ -165,8 +168,8 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
       s[cached].pad_rows(cached.same_as(a_shared) ? 16 / std::max(1, operand.dtype().bytes()) : 1);
   }
   if (double_buffer) {
-    s[a_shared].double_buffer();
-    s[b_shared].double_buffer();
+    s[a_shared].double_buffer(buffers);
+    s[b_shared].double_buffer(buffers);
   }
 }
 

@@ -83,7 +83,7 @@ std::optional<TensorIntrin> mma_intrin_for(const te::Tensor& tiled, const te::Te
 }
 
 void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, size_t row_axis,
-                                    const TensorIntrin& mma, bool double_buffer, const Target& target, Config& cfg) {
+                                    const TensorIntrin& mma, int buffers, const Target& target, Config& cfg) {
   const std::vector<int64_t>& shape = anchor.shape();
   const size_t nd = shape.size();
   const int64_t m = shape[nd - 2], n = shape[nd - 1];
@@ -98,15 +98,16 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   const auto [wn, fn] = fit(cfg.define_knob("warps_n", {1, 2, 4}, wn0), cfg.define_knob("mma_n", {1, 2, 4, 8}, fn0), 8, n);
   const int64_t bk = cfg.define_knob("mma_k", {16, 32, 64}, std::min<int64_t>(32, k));
   const int64_t bm = 16 * fm * wm, bn = 8 * fn * wn, threads = 32 * wm * wn;
-  const bool db = double_buffer && k > bk;
+  const bool db = buffers >= 2 && k > bk;
   const int64_t in_bytes = anchor.op().input_tensors()[0].dtype().bytes();
   // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]).
   const int64_t pad = 16 / in_bytes;
   const int64_t b_tile = std::max(bk * (bn + pad), bn * (bk + pad));
-  const int64_t shared = (bm * (bk + pad) + b_tile) * in_bytes * (db ? 2 : 1) + bm * bn * 4;
-  KILN_USER_CHECK(threads <= target.gpu.max_threads_per_block && shared <= target.gpu.max_shared_bytes)
+  const int64_t shared = (bm * (bk + pad) + b_tile) * in_bytes * (db ? buffers : 1) + bm * bn * 4;
+  // Past the 48 KiB a CUDA block declares statically, its shared memory is dynamic (build_gpu).
+  KILN_USER_CHECK(threads <= target.gpu.max_threads_per_block && shared <= target.gpu.max_dynamic_shared_bytes)
       << "matmul_tensorcore_gpu: " << wm << " x " << wn << " warps staging " << shared << " bytes exceeds the target's "
-      << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_shared_bytes << " shared bytes";
+      << target.gpu.max_threads_per_block << " threads or " << target.gpu.max_dynamic_shared_bytes << " shared bytes";
 
   // The accumulators in the warps' registers; the product's own stage becomes their float32
   // tile of the block in shared memory, which the output reads.
@@ -169,7 +170,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
     s[t].compute_at(f, ko);
     fetch(s[t], wm, wn, pad);
     s[t].pad_rows(pad);
-    if (db) s[t].double_buffer();
+    if (db) s[t].double_buffer(buffers);
   }
 }
 

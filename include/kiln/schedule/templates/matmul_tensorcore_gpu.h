@@ -7,7 +7,8 @@
 //   warps_m, warps_n   the block's warps along rows and columns          default 2 x 2
 //   mma_m, mma_n       each warp's 16 x 8 tiles along rows and columns   default 2 x 4 (a 32 x 32 warp tile)
 //   mma_k              the slice of K staged per step: 16, 32, 64        default 32
-//   (double_buffer     matmul_gpu.h's knob: the slices double-buffered, loaded with cp.async on sm_80+)
+//   (double_buffer,    matmul_gpu.h's knobs: the slices double-buffered (pipeline_stages buffers),
+//    pipeline_stages)  loaded with cp.async on sm_80+
 // (each at most what the padded product needs: a block no larger than M x N rounded up).
 //
 // Per block of (16 mma_m warps_m) x (8 mma_n warps_n) outputs, with 32 x warps_n x warps_m
@@ -33,12 +34,13 @@ namespace kiln::schedule {
 // and 16: te::ops::ProductPad), read by `tiled`, another stage. Otherwise nullopt.
 std::optional<TensorIntrin> mma_intrin_for(const te::Tensor& tiled, const te::Tensor& anchor);
 
-// The schedule above; `double_buffer` is matmul_gpu.h's knob. `anchor` is [batch..., M, N]
+// The schedule above; `buffers` the slices' buffers (below 2: one, not pipelined; matmul_gpu.h's
+// knobs double_buffer and pipeline_stages). `anchor` is [batch..., M, N]
 // (the tiles are its buffers' last two dims); `tiled` has the same axes with the rows moved to
 // axis `row_axis` (nd - 2 for a matmul; 1 for a conv's [n, oc, oh, ow] over a product batched
 // over (n, oh): te::ops::conv2d_gemm). kiln::Error when the chosen knobs exceed the target's
 // threads or shared memory.
 void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& anchor, size_t row_axis,
-                                    const TensorIntrin& mma, bool double_buffer, const Target& target, Config& cfg);
+                                    const TensorIntrin& mma, int buffers, const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule
