@@ -59,7 +59,7 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
     for (size_t k = 0; k < p.kernels.size(); ++k) {
       ir::PrimFunc kernel = ir::hoist_device_allocations(ir::inject_double_buffer(p.kernels[k], async_copy));
       kernel = ir::lower_cross_thread_reduction(kernel, p.launches[k], target.gpu.warp_size);
-      p.kernels[k] = ir::insert_thread_sync(kernel, p.launches[k]);
+      p.kernels[k] = ir::hoist_invariant_guards(ir::insert_thread_sync(kernel, p.launches[k]));
       if (options.after_sync) p.kernels[k] = options.after_sync(p.kernels[k]);
       set_dynamic_shared(p.kernels[k], target, p.launches[k]);
     }

@@ -146,4 +146,11 @@ PrimFunc lower_cross_thread_reduction(const PrimFunc& kernel, const KernelLaunch
 // thread index, or a thread loop narrower than `launch`'s block).
 PrimFunc insert_thread_sync(const PrimFunc& kernel, const KernelLaunch& launch);
 
+// Moves the conjuncts of a serial or unrolled loop's guard (its whole body an `if` without else)
+// that neither read the loop variable nor load or call outside the loop, innermost loops first:
+// for (i) { if (a(i) && b) S } -> if (b) { for (i) { if (a(i)) S } }; repeated conjuncts once.
+// The GPU pipeline runs it last (a K tail's test in every register-tile nest hung PoCL's
+// compiler, GPU.md).
+PrimFunc hoist_invariant_guards(const PrimFunc& f);
+
 }  // namespace kiln::ir
