@@ -411,7 +411,7 @@ AllocStats alloc_stats(const Stmt& s) {
     void visit_attr(const AttrStmtNode* op) override {
       const auto* v = op->node.as<VarNode>();
       if (op->key == kDoubleBufferScope && v && shared.count(v)) {
-        const int64_t buffers = std::max<int64_t>(2, as_const_int(op->value).value_or(2));  // as inject_double_buffer
+        const int64_t buffers = double_buffers(*op);
         st.double_buffer_bytes += buffers * shared[v];
         st.shared_bytes += (buffers - 1) * shared[v];
         shared.erase(v);  // one marker per tile (a producer of several stores is one)

@@ -55,8 +55,11 @@ void verify_gpu(const PrimFunc& f, const GpuLimits& limits);
 DeviceProgram split_host_device(const PrimFunc& f);
 
 // The attribute Stage::double_buffer puts around a stage's producer: AttrStmt with this key, the
-// stage's buffer data var as node.
+// stage's buffer data var as node, the number of buffers as value.
 inline constexpr const char* kDoubleBufferScope = "double_buffer_scope";
+// The buffers a kDoubleBufferScope marker asks for: its value, 2 for a value below (1: the
+// marker of two halves).
+int64_t double_buffers(const AttrStmtNode& marker);
 
 // What inject_double_buffer puts around the next iteration's producer (node: the loop var): its
 // shared writes go to the half nobody reads in this iteration, ordered by the pass's own

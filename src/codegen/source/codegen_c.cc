@@ -28,6 +28,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -685,11 +686,9 @@ class KernelPrinter {
       const auto* loop = s.as<ir::ForNode>();
       bodies.push_back(ir::substitute(loop->body, ir::VarMap<ir::Expr>{{loop->loop_var.get(), first->loop_var}}));
     }
-    mma_fragments_.clear();
-    sharing_fragments_ = true;
+    mma_fragments_.emplace();
     stmt(ir::for_loop(first->loop_var, first->min, first->extent, first->for_kind, ir::seq(bodies), first->thread_tag));
-    sharing_fragments_ = false;
-    mma_fragments_.clear();
+    mma_fragments_.reset();
   }
 
   // The registers of an mma operand: `count` 16-bit elements (args[first...]) two to a 32-bit
@@ -709,34 +708,32 @@ class KernelPrinter {
       indices.push_back(l->indices[0]);
     }
     if (why.empty() && l0->buffer->scope != "shared") why = "'" + l0->buffer->name + "' is not in shared memory";
+    KILN_CHECK(!lane_vars_.empty()) << "kernel '" << f_.name << "': an mma outside its lanes' loop";
     std::optional<LdmatrixLoad> ld;
-    if (why.empty() && !lane_vars_.empty() && d_.ldmatrix()) ld = ldmatrix_load(indices, lane_vars_.back(), analyzer_, &why);
+    if (why.empty()) ld = ldmatrix_load(indices, lane_vars_.back(), analyzer_, &why);
     if (!ld) {
-      line(fmt::format("// {}: loads, not ldmatrix: {}", operand, why.empty() ? "the dialect has no ldmatrix" : why));
+      line(fmt::format("// {}: loads, not ldmatrix: {}", operand, why));
       std::vector<std::string> regs;
       for (size_t r = 0; r < count / 2; ++r) regs.push_back(pack(args, first + 2 * r));
       return regs;
     }
     const std::string address = name_of(l0->buffer->data) + " + " + use(ld->row);
     const std::string key = fmt::format("{}{} {}", ld->tiles, ld->trans ? "t" : "", address);
-    auto it = mma_fragments_.find(key);
-    if (it != mma_fragments_.end()) return it->second;
+    if (mma_fragments_) {
+      auto it = mma_fragments_->find(key);
+      if (it != mma_fragments_->end()) return it->second;
+    }
     std::vector<std::string> regs;
     for (int t = 0; t < ld->tiles; ++t) regs.push_back(fresh_name(std::string("frag_") + operand));
     line(fmt::format("unsigned {};", fmt::join(regs, ", ")));
     line(d_.ldmatrix(ld->tiles, ld->trans, regs, address));
-    if (sharing_fragments_) mma_fragments_[key] = regs;
+    if (mma_fragments_) (*mma_fragments_)[key] = regs;
     return regs;
   }
 
   // Register `lo / 2` of an operand by loads: neighbours in memory, the first 4-byte aligned,
   // as one 32-bit load (little-endian: the lower element in the low half), else two.
   std::string pack(const std::vector<ir::Expr>& args, size_t lo) {
-    auto element = [&](const ir::Expr& e) {
-      const auto* l = e.as<ir::BufferLoadNode>();
-      KILN_CHECK(l && l->indices.size() == 1) << "kernel '" << f_.name << "': an mma operand is not a flat load";
-      return name_of(l->buffer->data) + "[" + use(l->indices[0]) + "]";
-    };
     const auto* x = args[lo].as<ir::BufferLoadNode>();
     const auto* y = args[lo + 1].as<ir::BufferLoadNode>();
     if (x && y && x->buffer->data.same_as(y->buffer->data) && x->indices.size() == 1 && y->indices.size() == 1) {
@@ -746,7 +743,14 @@ class KernelPrinter {
           analyzer_.can_prove(ir::eq(ir::floormod(i, two), ir::make_zero(i.dtype()))))
         return "(*(const unsigned*)(" + name_of(x->buffer->data) + " + " + use(i) + "))";
     }
-    return "((unsigned)" + element(args[lo]) + " | ((unsigned)" + element(args[lo + 1]) + " << 16))";
+    return "((unsigned)" + mma_element(args[lo]) + " | ((unsigned)" + mma_element(args[lo + 1]) + " << 16))";
+  }
+
+  // An mma operand's element: a flat load, as an lvalue.
+  std::string mma_element(const ir::Expr& e) {
+    const auto* l = e.as<ir::BufferLoadNode>();
+    KILN_CHECK(l && l->indices.size() == 1) << "kernel '" << f_.name << "': an mma operand is not a flat load";
+    return name_of(l->buffer->data) + "[" + use(l->indices[0]) + "]";
   }
 
   // An ir::kMmaSync region as the dialect's mma: the call's 4 accumulators as lvalues, its 8
@@ -756,16 +760,11 @@ class KernelPrinter {
     const auto* c = a->value.as<ir::CallNode>();
     KILN_CHECK(c && c->name == ir::kMmaSyncCall && c->args.size() == 16)
         << "kernel '" << f_.name << "': " << ir::kMmaSync << " without its call of 16 operands";
-    auto element = [&](const ir::Expr& e) {
-      const auto* l = e.as<ir::BufferLoadNode>();
-      KILN_CHECK(l && l->indices.size() == 1) << "kernel '" << f_.name << "': an mma operand is not a flat load";
-      return name_of(l->buffer->data) + "[" + use(l->indices[0]) + "]";
-    };
     const ir::DataType in = c->args[4].dtype();
     KILN_CHECK(in == ir::DataType::f16() || in == ir::DataType::bf16())
         << "kernel '" << f_.name << "': mma inputs of type " << in.str();
     std::vector<std::string> acc;
-    for (int i = 0; i < 4; ++i) acc.push_back(element(c->args[i]));
+    for (int i = 0; i < 4; ++i) acc.push_back(mma_element(c->args[i]));
     const std::vector<std::string> regs_a = mma_operand(c->args, 4, 8, "A"), regs_b = mma_operand(c->args, 12, 4, "B");
     line(d_.warp_mma(in.is_bfloat() ? "bf16" : "f16", acc, regs_a, regs_b));
   }
@@ -837,9 +836,9 @@ class KernelPrinter {
   std::unordered_map<const ir::VarNode*, std::vector<std::string>> registers_;
   std::unordered_set<std::string> used_;
   std::vector<ir::Var> lane_vars_;  // the threadIdx.x loops around, innermost last
-  // In a run of mma (warp_mma_run): the registers each ldmatrix filled, by instruction and address.
-  bool sharing_fragments_ = false;
-  std::map<std::string, std::vector<std::string>> mma_fragments_;
+  // Only in a run of mma (warp_mma_run): the registers each ldmatrix filled, by instruction and
+  // address.
+  std::optional<std::map<std::string, std::vector<std::string>>> mma_fragments_;
   std::vector<std::string> pending_;
 };
 

@@ -67,14 +67,11 @@ class Dialect {
   // (lvalues, read and written), its 4 32-bit registers of A and 2 of B (unsigned values). A
   // dialect without it prints the intrinsic's reference loops.
   virtual bool warp_mma() const = 0;
-  // ldmatrix (kiln/codegen/ldmatrix.h): whether the dialect has it; the statement loading `tiles`
-  // 8 x 8 tiles (.trans: transposed) into registers `regs` (unsigned), this lane's row at `row`
-  // (a shared-memory pointer to 16-bit elements).
-  virtual bool ldmatrix() const { return false; }
-  virtual std::string ldmatrix(int tiles, bool trans, const std::vector<std::string>& regs, const std::string& row) const {
-    (void)tiles, (void)trans, (void)regs, (void)row;
-    return "";
-  }
+  // ldmatrix (kiln/codegen/ldmatrix.h), which a dialect with warp_mma has: the statement loading
+  // `tiles` 8 x 8 tiles (.trans: transposed) into registers `regs` (unsigned), this lane's row at
+  // `row` (a shared-memory pointer to 16-bit elements).
+  virtual std::string ldmatrix(int tiles, bool trans, const std::vector<std::string>& regs,
+                               const std::string& row) const = 0;
   virtual std::string warp_mma(const std::string& in, const std::vector<std::string>& acc,
                                const std::vector<std::string>& a, const std::vector<std::string>& b) const = 0;
   // The C type of a scalar element type: "long long" / "long", ...; bool storage is one byte.

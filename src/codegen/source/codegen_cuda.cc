@@ -70,7 +70,6 @@ class CudaDialect : public Dialect {
   // ldmatrix as inline PTX (sm_75 and newer). Volatile with a "memory" clobber: it reads shared
   // memory the copies fill, so it must stay between their barriers (the printer shares one
   // load among the mma of a run itself, warp_mma_run).
-  bool ldmatrix() const override { return true; }
   std::string ldmatrix(int tiles, bool trans, const std::vector<std::string>& regs, const std::string& row) const override {
     std::vector<std::string> outs, slots;
     for (size_t i = 0; i < regs.size(); ++i) {

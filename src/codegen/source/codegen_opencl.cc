@@ -62,6 +62,10 @@ class OpenCLDialect : public Dialect {
     KILN_CHECK(false) << "an mma.sync in OpenCL C (printed as its reference loops)";
     return "";
   }
+  std::string ldmatrix(int, bool, const std::vector<std::string>&, const std::string&) const override {
+    KILN_CHECK(false) << "an ldmatrix in OpenCL C (its mma print as their reference loops)";
+    return "";
+  }
   std::string type_name(ir::DataType t) const override {
     if (t.is_bool()) return "uchar";
     if (t.is_floating() && t.bits == 16) return "ushort";  // float16 / bfloat16 stored as bits

@@ -199,10 +199,8 @@ class Injector : public StmtMutator {
     if (producers.empty()) return self;
     const std::string loop = op->loop_var->name;
 
-    // The number of buffers: the markers' value (2 for a value below), the same for every
-    // producer of the loop.
-    auto buffers_of = [](const AttrStmtNode* m) { return std::max<int64_t>(2, as_const_int(m->value).value_or(2)); };
-    const int64_t stages = buffers_of(marker(producers[0]));
+    // The number of buffers, the same for every producer of the loop.
+    const int64_t stages = double_buffers(*marker(producers[0]));
     std::map<const VarNode*, Buffer> doubled;
     for (const Stmt& p : producers) {
       const AttrStmtNode* m = marker(p);
@@ -215,8 +213,8 @@ class Injector : public StmtMutator {
       KILN_USER_CHECK(divergent_ == 0)
           << "double_buffer: shared buffer '" << name_of(m) << "' is loaded in loop '" << loop
           << "' under a branch not every thread of the block takes; its barrier would not be reached by all";
-      KILN_USER_CHECK(buffers_of(m) == stages)
-          << "double_buffer: shared buffers of loop '" << loop << "' have " << stages << " and " << buffers_of(m)
+      KILN_USER_CHECK(double_buffers(*m) == stages)
+          << "double_buffer: shared buffers of loop '" << loop << "' have " << stages << " and " << double_buffers(*m)
           << " buffers; one loop pipelines its tiles alike";
       auto node = std::make_shared<BufferNode>(*old.get());
       node->shape = {i32(stages * old.num_elements())};
@@ -303,6 +301,10 @@ class Injector : public StmtMutator {
 };
 
 }  // namespace
+
+int64_t double_buffers(const AttrStmtNode& marker) {
+  return std::max<int64_t>(2, as_const_int(marker.value).value_or(2));
+}
 
 PrimFunc inject_double_buffer(const PrimFunc& kernel, bool async_copy) {
   PrimFunc out = kernel;
