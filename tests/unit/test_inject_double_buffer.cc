@@ -202,6 +202,25 @@ TEST_CASE("inject_double_buffer: three buffers, plain and asynchronous", "[ir][g
 )");
 }
 
+TEST_CASE("double_buffer: buffers past the opt-in shared memory are refused by build_gpu, naming the kernel", "[ir][gpu]") {
+  // 120 KiB of shared tile passes the verifier's 227 KiB on sm_90, and its two halves do not.
+  using namespace ir;
+  const DataType t = DataType::f32();
+  const int64_t n = 30 * 1024;
+  Buffer x = test::flat_buffer("X", t, 4 * n), y = test::flat_buffer("Y", t, n), sh = test::flat_buffer("S", t, n, "shared");
+  Var tx("tx"), k("k");
+  Stmt load = attr_stmt(kDoubleBufferScope, sh->data, Expr(2), buffer_store(sh, buffer_load(x, {k * n + tx}), {tx}));
+  Stmt use = buffer_store(y, buffer_load(y, {tx}) + buffer_load(sh, {tx}), {tx});
+  Stmt loop = for_loop(k, 0, 4, ForKind::Serial, allocate(sh, seq({load, use})));
+  PrimFunc f = test::prim_func("big", {x, y}, for_loop(tx, 0, 32, ForKind::ThreadBinding, loop, "threadIdx.x"));
+  codegen::GpuBuildOptions text_only;
+  text_only.compile = false;
+  CHECK_THROWS_WITH(codegen::build_gpu({f}, Target::parse("cuda -arch=sm_90"), text_only),
+                    Contains("kernel 'big': 245760 bytes of shared memory per block, more than the 232448 target "
+                             "'cuda -arch=sm_90") &&
+                        Contains("' allows with the opt-in"));
+}
+
 TEST_CASE("inject_double_buffer: nothing marked, nothing changes", "[ir][gpu]") {
   TiledSum plain(false);
   CHECK(ir::to_string(ir::inject_double_buffer(plain.f)) == ir::to_string(plain.f));
