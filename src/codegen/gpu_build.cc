@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "kiln/ir/shared_storage.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 #include "source/codegen_c.h"
@@ -33,12 +34,19 @@ namespace {
 // (cuFuncSetAttribute) up to the target's limit: the printer carves the buffers out of it.
 void set_dynamic_shared(const ir::PrimFunc& kernel, const Target& target, ir::KernelLaunch& launch) {
   if (target.kind != TargetKind::kCUDA) return;
-  const int64_t bytes = source::shared_layout(kernel.body).bytes;
+  const int64_t bytes = ir::plan_shared_storage(kernel.body).bytes;
   if (bytes <= target.gpu.max_shared_bytes) return;
   KILN_USER_CHECK(bytes <= target.gpu.max_dynamic_shared_bytes)
       << "kernel '" << kernel.name << "': " << bytes << " bytes of shared memory per block, more than the "
       << target.gpu.max_dynamic_shared_bytes << " target '" << target.str() << "' allows with the opt-in";
   launch.dynamic_shared_bytes = bytes;
+}
+
+bool same_places(const ir::SharedStorage& a, const ir::SharedStorage& b) {
+  if (a.buffers.size() != b.buffers.size() || a.bytes != b.bytes) return false;
+  for (size_t i = 0; i < a.buffers.size(); ++i)
+    if (!a.buffers[i].first.same_as(b.buffers[i].first) || a.buffers[i].second != b.buffers[i].second) return false;
+  return true;
 }
 
 }  // namespace
@@ -59,7 +67,12 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
     for (size_t k = 0; k < p.kernels.size(); ++k) {
       ir::PrimFunc kernel = ir::hoist_device_allocations(ir::inject_double_buffer(p.kernels[k], async_copy));
       kernel = ir::lower_cross_thread_reduction(kernel, p.launches[k], target.gpu.warp_size);
+      // insert_thread_sync placed its barriers for this plan of the shared bytes; the printer
+      // finds its own from the final body, which must be the same.
+      const ir::SharedStorage planned = ir::plan_shared_storage(kernel.body);
       p.kernels[k] = ir::hoist_invariant_guards(ir::insert_thread_sync(kernel, p.launches[k]));
+      KILN_CHECK(same_places(planned, ir::plan_shared_storage(p.kernels[k].body)))
+          << "kernel '" << kernel.name << "': the passes after insert_thread_sync moved its shared buffers";
       if (options.after_sync) p.kernels[k] = options.after_sync(p.kernels[k]);
       set_dynamic_shared(p.kernels[k], target, p.launches[k]);
     }

@@ -5,6 +5,7 @@
 #include "kiln/codegen/driver.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/shared_storage.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/te/ops/nn_norm.h"
@@ -226,4 +227,62 @@ TEST_CASE("insert_thread_sync and hoist_device_allocations before and after", "[
                     Contains("'S'") && Contains("branch not every thread"));
   CHECK_THROWS_WITH(insert_thread_sync(hoist_device_allocations(exchange_kernel(true, false)), launch),
                     Contains("thread loop narrower"));
+}
+
+namespace {
+// for (o, 0, 4) { S[t] = X[o*32 + t]; Y[o*32 + t] = S[31 - t] } then T[t] = X[t]; Y[t] = T[31 - t],
+// t bound to 32 threads; with `t_before`, T is written once more before the loop too.
+ir::PrimFunc two_exchanges(bool t_before) {
+  using namespace ir;
+  Buffer x = test::flat_buffer("X", DataType::f32(), 128), y = test::flat_buffer("Y", DataType::f32(), 128);
+  Buffer s = test::flat_buffer("S", DataType::f32(), 32, "shared"), tb = test::flat_buffer("T", DataType::f32(), 32, "shared");
+  Var o("o"), t("t");
+  Stmt loop = for_loop(o, 0, 4, ForKind::Serial,
+                       seq({buffer_store(s, buffer_load(x, {o * 32 + t}), {t}),
+                            buffer_store(y, buffer_load(s, {31 - t}), {o * 32 + t})}));
+  std::vector<Stmt> body = {loop, buffer_store(tb, buffer_load(x, {t}), {t}), buffer_store(y, buffer_load(tb, {31 - t}), {t})};
+  if (t_before) body.insert(body.begin(), buffer_store(tb, 0.0f, {t}));
+  return test::prim_func("two", {x, y},
+                         for_loop(t, 0, 32, ForKind::ThreadBinding, allocate(s, allocate(tb, seq(body))), "threadIdx.x"));
+}
+}  // namespace
+
+TEST_CASE("plan_shared_storage: buffers live apart share bytes, and insert_thread_sync orders them", "[gpu]") {
+  using namespace ir;
+  KernelLaunch launch;
+  launch.kernel = "two";
+  launch.block = {32, 1, 1};
+  const PrimFunc apart = hoist_device_allocations(two_exchanges(false));
+  const SharedStorage plan = plan_shared_storage(apart.body);
+  REQUIRE(plan.buffers.size() == 2);
+  // T is first touched after the loop that holds every access of S: both at offset 0.
+  CHECK(plan.aliased);
+  CHECK(plan.bytes == 128);
+  CHECK(plan.buffers[0].second == 0);
+  CHECK(plan.buffers[1].second == 0);
+  CHECK(plan.overlap(plan.buffers[0].first->data.get(), plan.buffers[1].first->data.get()));
+  // A barrier between the loop's last read of S and the first write of T (a write after a read
+  // of the same bytes through another buffer), and the usual one between T's write and read.
+  const std::string text = to_string(insert_thread_sync(apart, launch));
+  INFO(text);
+  const size_t loop_read = text.find("Y[o*32 + t] = S["), t_write = text.find("T[t] = X["), t_read = text.find("Y[t] = T[");
+  REQUIRE(loop_read != std::string::npos);
+  REQUIRE(t_write != std::string::npos);
+  const size_t after_loop = text.find("kiln_barrier", text.find("kiln_barrier", loop_read) + 1);
+  CHECK(after_loop < t_write);
+  CHECK(text.find("kiln_barrier", t_write) < t_read);
+  // The barrier is the bytes' alone: without the sharing, T's write follows the loop directly.
+  const PrimFunc no_alias = hoist_device_allocations(two_exchanges(true));
+  const SharedStorage apart_not = plan_shared_storage(no_alias.body);
+  CHECK_FALSE(apart_not.aliased);
+  CHECK(apart_not.bytes == 256);
+  CHECK(apart_not.buffers[1].second == 128);
+  // The printer carves both out of one array, at their offsets.
+  codegen::GpuBuildOptions text_only;
+  text_only.compile = false;
+  const std::string cuda = codegen::build_gpu({two_exchanges(false)}, Target::parse("cuda -arch=sm_80"), text_only).source;
+  INFO(cuda);
+  CHECK_THAT(cuda, Contains("__shared__ __align__(16) unsigned char kiln_shared[128];"));
+  CHECK_THAT(cuda, Contains("float* const S = reinterpret_cast<float*>(kiln_shared + 0);"));
+  CHECK_THAT(cuda, Contains("float* const T = reinterpret_cast<float*>(kiln_shared + 0);"));
 }

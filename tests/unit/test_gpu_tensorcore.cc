@@ -152,7 +152,9 @@ TEST_CASE("tensor cores: 128 x 128 tiles in dynamic shared memory, and 3-buffer 
   for (const char* spec : {"cuda -arch=sm_80", "cuda -arch=sm_90"}) {
     const Target t = Target::parse(spec);
     // 2 x 2 warps of 4 x 8 tiles, K slices of 32 in 3 buffers: the operand tiles (rows padded
-    // by 8 elements) and the float32 staging tile pass the 48 KiB a block declares statically.
+    // by 8 elements) and the float32 staging tile each pass the 48 KiB a block declares
+    // statically. The staging tile, written after the K loop, takes the operands' bytes
+    // (ir::plan_shared_storage): the block needs the larger of the two.
     std::string config;
     const ir::PrimFunc f =
         g.lower(t, {{"warps_m", 1}, {"mma_m", 2}, {"warps_n", 1}, {"mma_n", 3}, {"pipeline_stages", 1}}, &config);
@@ -161,7 +163,7 @@ TEST_CASE("tensor cores: 128 x 128 tiles in dynamic shared memory, and 3-buffer 
     codegen::GpuBuildOptions text_only;
     text_only.compile = false;
     const codegen::GpuModule text = codegen::build_gpu({f}, t, text_only);
-    CHECK(text.programs[0].launches[0].dynamic_shared_bytes == operands + staging);
+    CHECK(text.programs[0].launches[0].dynamic_shared_bytes == std::max(operands, staging));
     CHECK_THAT(text.source, Contains("extern __shared__ __align__(16) unsigned char kiln_shared[];"));
     CHECK(test::occurrences(text.source, "__shared__") == 1);
     // Its sibling of 64 x 64 tiles stays static.
@@ -177,7 +179,7 @@ TEST_CASE("tensor cores: 128 x 128 tiles in dynamic shared memory, and 3-buffer 
     CHECK(test::occurrences(ptx, "cp.async.wait_group 1") >= 2);
     CHECK(test::occurrences(ptx, "cp.async.wait_group 0") == 0);
     CHECK(mod.max_spill_bytes == 0);
-    CHECK_THAT(mod.notes[0], Contains("+ " + std::to_string(operands + staging) + " dynamic"));
+    CHECK_THAT(mod.notes[0], Contains("+ " + std::to_string(std::max(operands, staging)) + " dynamic"));
   }
   // Past the opt-in limit: sm_80's 163 KiB.
   CHECK_THROWS_WITH(g.lower(Target::parse("cuda -arch=sm_80"), {{"warps_m", 2}, {"mma_m", 2}, {"warps_n", 2}, {"mma_n", 3}}),

@@ -37,6 +37,7 @@
 #include "kiln/codegen/ldmatrix.h"
 #include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
+#include "kiln/ir/shared_storage.h"
 #include "kiln/ir/structural.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
@@ -82,17 +83,20 @@ class KernelPrinter {
     if (race_check_) params += (params.empty() ? "" : ", ") + d_.global_param("int", "kiln_races", false);
     out_ << d_.kernel_prefix(launch_) << " " << f_.name << "(" << params << ") {\n";
     indent_ = 1;
-    const SharedLayout shared = shared_layout(f_.body);
+    // Buffers that share bytes (ir::plan_shared_storage), or dynamic shared memory, are carved
+    // out of one byte array; the others are declared each on its own.
+    const ir::SharedStorage shared = ir::plan_shared_storage(f_.body);
     const bool dynamic = launch_.dynamic_shared_bytes > 0;
     KILN_CHECK(!dynamic || launch_.dynamic_shared_bytes == shared.bytes)
         << "kernel '" << f_.name << "': launched with " << launch_.dynamic_shared_bytes
         << " bytes of dynamic shared memory, but its buffers take " << shared.bytes;
-    if (dynamic) line(d_.dynamic_shared_array("kiln_shared"));
+    const bool pooled = dynamic || shared.aliased;
+    if (pooled) line(d_.shared_pool("kiln_shared", dynamic ? 0 : shared.bytes));
     for (const auto& [b, offset] : shared.buffers) {
       check_type(b->dtype, "shared buffer '" + b->name + "'");
       const std::string type = d_.type_name(b->dtype);
-      if (dynamic)
-        line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(kiln_shared + {2});", type, name_of(b->data), offset));
+      if (pooled)
+        line(d_.shared_view(type, name_of(b->data), "kiln_shared", offset));
       else
         line(fmt::format("{} {} {}[{}];", d_.shared_qualifier(), type, name_of(b->data), b.num_elements()));
       if (!race_check_) continue;
@@ -846,22 +850,6 @@ class KernelPrinter {
 }  // namespace
 
 const Dialect& dialect(Language lang) { return lang == Language::kCUDA ? cuda_dialect() : opencl_dialect(); }
-
-SharedLayout shared_layout(const ir::Stmt& kernel_body) {
-  struct Scan : ir::StmtVisitor {
-    SharedLayout layout;
-    void visit_allocate(const ir::AllocateNode* op) override {
-      if (op->buffer->scope == "shared") {
-        layout.buffers.emplace_back(op->buffer, layout.bytes);
-        // 16-byte aligned, as the static declarations (the dialects' shared qualifier).
-        layout.bytes += (op->buffer.num_elements() * op->buffer->dtype.bytes() + 15) / 16 * 16;
-      }
-      ir::StmtVisitor::visit_allocate(op);
-    }
-  } scan;
-  scan.visit_stmt(kernel_body);
-  return scan.layout;
-}
 
 std::string print_module(const std::vector<ir::DeviceProgram>& programs, const Dialect& d, bool race_check,
                          std::vector<std::string>* checked_buffers) {

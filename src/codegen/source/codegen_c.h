@@ -39,9 +39,13 @@ class Dialect {
   virtual std::string global_param(const std::string& elem_type, const std::string& name, bool read_only) const = 0;
   // The qualifier of a shared buffer's declaration: "__shared__" / "__local".
   virtual std::string shared_qualifier() const = 0;
-  // The declaration of a byte array `name` of dynamic shared memory (launch.dynamic_shared_bytes;
-  // CUDA only: build_gpu sets it for CUDA kernels alone).
-  virtual std::string dynamic_shared_array(const std::string& name) const = 0;
+  // The declaration of a 16-byte aligned byte array `name` of shared memory that buffers are
+  // carved from (shared_view): `bytes` long, or with `bytes` 0 the dynamic shared memory
+  // (launch.dynamic_shared_bytes; CUDA only: build_gpu sets it for CUDA kernels alone).
+  virtual std::string shared_pool(const std::string& name, int64_t bytes) const = 0;
+  // The declaration of `name`, a constant pointer to `type` at byte `offset` of pool `pool`.
+  virtual std::string shared_view(const std::string& type, const std::string& name, const std::string& pool,
+                                  int64_t offset) const = 0;
   // "threadIdx.x" / "(int)get_local_id(0)" (an int either way).
   virtual std::string thread_index(const std::string& tag) const = 0;
   // A block-wide barrier that also orders shared memory.
@@ -93,15 +97,6 @@ class Dialect {
   virtual std::string vector_value(ir::DataType t, const std::vector<std::string>& lanes) const = 0;
 };
 
-// A kernel's shared buffers in declaration order, each at an offset aligned to 16 bytes in one
-// block of `bytes`: the layout of the dynamic shared memory of a CUDA kernel whose buffers pass
-// the 48 KiB it may declare statically (codegen::build_gpu sets its launch's
-// dynamic_shared_bytes to `bytes`, and the printer carves the buffers out of one extern array).
-struct SharedLayout {
-  std::vector<std::pair<ir::Buffer, int64_t>> buffers;  // (buffer, byte offset)
-  int64_t bytes = 0;
-};
-SharedLayout shared_layout(const ir::Stmt& kernel_body);
 
 const Dialect& cuda_dialect();
 const Dialect& opencl_dialect();

@@ -25,8 +25,13 @@ class CudaDialect : public Dialect {
   // 16-byte aligned: a cp.async of 16 bytes needs its shared address aligned so (the offsets
   // inside the buffer are proved by ir::inject_double_buffer).
   std::string shared_qualifier() const override { return "__shared__ __align__(16)"; }
-  std::string dynamic_shared_array(const std::string& name) const override {
-    return "extern __shared__ __align__(16) unsigned char " + name + "[];";
+  std::string shared_pool(const std::string& name, int64_t bytes) const override {
+    return bytes ? fmt::format("__shared__ __align__(16) unsigned char {}[{}];", name, bytes)
+                 : "extern __shared__ __align__(16) unsigned char " + name + "[];";
+  }
+  std::string shared_view(const std::string& type, const std::string& name, const std::string& pool,
+                          int64_t offset) const override {
+    return fmt::format("{0}* const {1} = reinterpret_cast<{0}*>({2} + {3});", type, name, pool, offset);
   }
   std::string thread_index(const std::string& tag) const override { return tag; }
   std::string barrier() const override { return "__syncthreads();"; }

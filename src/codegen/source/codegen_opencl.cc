@@ -24,9 +24,13 @@ class OpenCLDialect : public Dialect {
   }
   std::string shared_qualifier() const override { return "__local"; }
   // OpenCL's dynamic local memory is a kernel argument (device_api.h); kiln's OpenCL kernels declare theirs.
-  std::string dynamic_shared_array(const std::string&) const override {
-    KILN_THROW() << "OpenCL kernels take no dynamic shared memory from kiln's printer";
-    return "";
+  std::string shared_pool(const std::string& name, int64_t bytes) const override {
+    KILN_CHECK(bytes > 0) << "OpenCL kernels take no dynamic shared memory from kiln's printer";
+    return fmt::format("__local uchar {}[{}] __attribute__((aligned(16)));", name, bytes);
+  }
+  std::string shared_view(const std::string& type, const std::string& name, const std::string& pool,
+                          int64_t offset) const override {
+    return fmt::format("__local {0}* const {1} = (__local {0}*)({2} + {3});", type, name, pool, offset);
   }
   std::string thread_index(const std::string& tag) const override {
     const char axis = tag.back();

@@ -3,7 +3,8 @@
 //
 // Conservative by design: any access to a shared buffer may be another thread's, so a barrier
 // goes between a write and a later read of the same shared buffer, and between a read and a
-// later write. Two writes need none: a te stage assigns each element one value (a copy computed
+// later write; and between any two accesses of distinct buffers that plan_shared_storage put in
+// the same bytes (kiln/ir/shared_storage.h). Two writes need none: a te stage assigns each element one value (a copy computed
 // twice writes the same value twice), so which thread writes last does not matter, and a
 // cooperative fetch's loop over its slices needs no barrier per slice. Statements are taken whole
 // (a loop that synchronizes inside still counts with all its accesses), which can cost a
@@ -23,6 +24,7 @@
 #include <set>
 
 #include "kiln/ir/functor.h"
+#include "kiln/ir/shared_storage.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 
@@ -59,10 +61,25 @@ bool intersects(const BufferSet& a, const BufferSet& b, const Access& ea, const 
   return false;
 }
 
+// Whether some buffer of `a` and a distinct one of `b` share bytes (plan_shared_storage).
+bool share_bytes(const BufferSet& a, const BufferSet& b, const SharedStorage& storage) {
+  for (const VarNode* x : a)
+    for (const VarNode* y : b)
+      if (storage.overlap(x, y)) return true;
+  return false;
+}
+
 // Whether `later` must wait for `earlier`: a read after a write, or a write after a read, of
-// one shared buffer, unless both index it only by the same thread index.
-bool conflict(const Access& earlier, const Access& later) {
-  return intersects(earlier.writes, later.reads, earlier, later) || intersects(earlier.reads, later.writes, earlier, later);
+// one shared buffer, unless both index it only by the same thread index; or any access after
+// any access of another buffer in the same bytes (two writes too: they store different values).
+bool conflict(const Access& earlier, const Access& later, const SharedStorage& storage) {
+  if (intersects(earlier.writes, later.reads, earlier, later) || intersects(earlier.reads, later.writes, earlier, later))
+    return true;
+  if (!storage.aliased) return false;
+  BufferSet e = earlier.reads, l = later.reads;
+  e.insert(earlier.writes.begin(), earlier.writes.end());
+  l.insert(later.writes.begin(), later.writes.end());
+  return share_bytes(e, l, storage);
 }
 
 bool is_barrier(const Stmt& s) {
@@ -116,7 +133,7 @@ std::vector<Stmt> as_list(const Stmt& s) {
 
 class SyncInserter : public StmtMutator {
  public:
-  explicit SyncInserter(const KernelLaunch& launch) : launch_(launch) {}
+  SyncInserter(const KernelLaunch& launch, SharedStorage storage) : launch_(launch), storage_(std::move(storage)) {}
 
  protected:
   Stmt visit_seq(const SeqStmtNode* op, const Stmt& self) override {
@@ -131,7 +148,7 @@ class SyncInserter : public StmtMutator {
         continue;
       }
       Access a = accesses(s, thread_vars_);
-      if (conflict(pending, a)) {
+      if (conflict(pending, a, storage_)) {
         out.push_back(barrier(a));
         pending = Access();
       }
@@ -168,7 +185,7 @@ class SyncInserter : public StmtMutator {
       // and the form hand-written kernels take. PoCL 3.1 (Debian 12) miscomputes a loop whose
       // body starts with a barrier when a thread-dependent branch follows inside it (a
       // guarded accumulation gave garbage; with the barrier last, exact results).
-      if (conflict(tail, head)) {
+      if (conflict(tail, head, storage_)) {
         list.push_back(barrier(head));
         body = seq(list);
       }
@@ -214,6 +231,7 @@ class SyncInserter : public StmtMutator {
   }
 
   const KernelLaunch& launch_;
+  const SharedStorage storage_;
   std::set<const VarNode*> thread_vars_;
   int divergent_ = 0;
 };
@@ -222,7 +240,7 @@ class SyncInserter : public StmtMutator {
 
 PrimFunc insert_thread_sync(const PrimFunc& kernel, const KernelLaunch& launch) {
   PrimFunc out = kernel;
-  out.body = SyncInserter(launch).mutate_stmt(kernel.body);
+  out.body = SyncInserter(launch, plan_shared_storage(kernel.body)).mutate_stmt(kernel.body);
   return out;
 }
 

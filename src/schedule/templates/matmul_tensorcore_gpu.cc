@@ -103,7 +103,9 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]).
   const int64_t pad = 16 / in_bytes;
   const int64_t b_tile = std::max(bk * (bn + pad), bn * (bk + pad));
-  const int64_t shared = (bm * (bk + pad) + b_tile) * in_bytes * (db ? buffers : 1) + bm * bn * 4;
+  // The float32 staging tile, written after the K loop, takes the operand tiles' bytes
+  // (ir::plan_shared_storage): the block needs the larger of the two.
+  const int64_t shared = std::max((bm * (bk + pad) + b_tile) * in_bytes * (db ? buffers : 1), bm * bn * 4);
   // Past the 48 KiB a CUDA block declares statically, its shared memory is dynamic (build_gpu).
   KILN_USER_CHECK(threads <= target.gpu.max_threads_per_block && shared <= target.gpu.max_dynamic_shared_bytes)
       << "matmul_tensorcore_gpu: " << wm << " x " << wn << " warps staging " << shared << " bytes exceeds the target's "
