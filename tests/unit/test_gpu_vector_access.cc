@@ -134,6 +134,10 @@ TEST_CASE("gpu vector accesses: float16 lanes are ushort4 bits converted lane by
   ir::PrimFunc f = vector_kernel("twice", {h}, n, 8, [&](ir::Var i) { return h(i) + h(i); });
   CHECK_THAT(cuda_text(f), Contains("const ushort4 H_v = *reinterpret_cast<const ushort4*>(H + ") &&
                                Contains("kiln_f16_to_f32(H_v.x)") && Contains("= make_ushort4(kiln_f32_to_f16("));
+  // CUDA converts with the hardware's cvt, and a stored sum converts once (the conversion
+  // rounds; no kiln_round_f16 before it).
+  CHECK_THAT(cuda_text(f), Contains("asm(\"cvt.rn.f16.f32 %0, %1;\"") && Contains("asm(\"cvt.f32.f16 %0, %1;\"") &&
+                               !Contains("kiln_f32_to_f16(kiln_round_f16("));
   REQUIRE_OPENCL(dev);
   codegen::GpuModule m = codegen::build_gpu({f}, Target::parse("opencl"));
   CHECK_THAT(m.source, Contains("const ushort4 H_v = vload4(0, H + ") && Contains("vstore4(((ushort4)("));

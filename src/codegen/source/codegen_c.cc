@@ -394,10 +394,23 @@ class KernelPrinter {
     return "((" + type(t) + ")" + d_.warp_shuffle_down("(int)" + v, delta) + ")";
   }
 
-  // A value as a buffer of type t stores it.
+  // A value as a buffer of type t stores it. A 16-bit float is converted to its bits once: the
+  // rounding expr() put around a computed value goes, as the conversion rounds alike.
   std::string stored(DataType t, const std::string& v) {
     if (t.is_bool()) return "(" + d_.type_name(t) + ")(" + v + ")";
-    return bits16(t) ? to_bits16(t, v) : v;
+    return bits16(t) ? to_bits16(t, without_round16(t, v)) : v;
+  }
+  // v without an outermost round16 call spanning all of it.
+  static std::string without_round16(DataType t, const std::string& v) {
+    const std::string call = round16(t, "");
+    const std::string open = call.substr(0, call.size() - 1);
+    if (v.rfind(open, 0) != 0 || v.back() != ')') return v;
+    int depth = 0;
+    for (size_t i = open.size() - 1; i < v.size(); ++i) {
+      if (v[i] == '(') ++depth;
+      if (v[i] == ')' && --depth == 0) return i + 1 == v.size() ? v.substr(open.size(), i - open.size()) : v;
+    }
+    return v;
   }
 
   // ---- vector IR: lanes and vector accesses ----

@@ -90,10 +90,22 @@ std::string float16_helpers(const Dialect& d) {
   const std::string pre = cuda ? "static __device__ __forceinline__ " : "static inline ";
   const std::string u16 = cuda ? "unsigned short" : "ushort", u32 = cuda ? "unsigned int" : "uint";
   const std::string as_uint = cuda ? "__float_as_uint" : "as_uint", as_float = cuda ? "__uint_as_float" : "as_float";
-  // Round to nearest even, as LLVM's conversions on the CPU path: subnormals, overflow to
-  // infinity (from 65520 up) and NaN kept quiet.
-  std::string t = fmt::format(R"(// 16-bit floats are stored as their bits and computed in float, rounded after each operation.
-{0}float kiln_f16_to_f32({1} h) {{
+  // CUDA converts float16 with the hardware's cvt (sm_53 and newer; a NaN becomes the canonical
+  // 0x7fff). OpenCL C without cl_khr_fp16 in software: round to nearest even, as LLVM's
+  // conversions on the CPU path, subnormals, overflow to infinity (from 65520 up) and NaN kept
+  // quiet. bfloat16 in software on both (cvt to bf16 needs sm_80).
+  const std::string cuda_f16 = R"(static __device__ __forceinline__ float kiln_f16_to_f32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+static __device__ __forceinline__ unsigned short kiln_f32_to_f16(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+)";
+  const std::string software_f16 = fmt::format(R"({0}float kiln_f16_to_f32({1} h) {{
   {2} sign = ({2})(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
   if (e == 0x1f) return {4}(sign | 0x7f800000 | (m << 13));
   if (e == 0) return {4}(sign | {3}((float)m * 5.9604644775390625e-8f));
@@ -115,7 +127,10 @@ std::string float16_helpers(const Dialect& d) {
   if (krest > ktie || (krest == ktie && (kq & 1))) ++kq;
   return ({1})(sign | kq);
 }}
-{0}float kiln_bf16_to_f32({1} h) {{ return {4}((({2})h) << 16); }}
+)",
+                                               pre, u16, u32, as_uint, as_float);
+  std::string t = "// 16-bit floats are stored as their bits and computed in float, rounded after each operation.\n" +
+                  (cuda ? cuda_f16 : software_f16) + fmt::format(R"({0}float kiln_bf16_to_f32({1} h) {{ return {4}((({2})h) << 16); }}
 {0}{1} kiln_f32_to_bf16(float f) {{
   {2} x = {3}(f);
   if ((x & 0x7fffffff) > 0x7f800000) return ({1})((x >> 16) | 0x40);
