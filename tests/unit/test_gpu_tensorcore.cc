@@ -272,3 +272,24 @@ TEST_CASE("tensor cores: a model's float16 dense and matmul compile to mma.sync 
     if (im.ptx) ptx = im.bytes;
   CHECK(test::occurrences(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") > 0);
 }
+
+TEST_CASE("tensor cores: the default block is the largest whose grid fills the multiprocessors", "[gpu][mma]") {
+  const Target t = Target::parse("cuda -arch=sm_90");
+  REQUIRE(t.gpu.multiprocessors == 132);
+  struct Case {
+    int64_t n;
+    std::vector<std::string> knobs;
+  };
+  // 4096: 512 blocks of 128 x 256. 2048: 128 of those, too few; 256 of 128 x 128. 512: 16 of
+  // those; 64 x 64 blocks with K slices of 32. Three stages each.
+  for (const Case& c :
+       {Case{4096, {"warps_m=2", "mma_m=4", "warps_n=4", "mma_n=8", "mma_k=64", "pipeline_stages=3"}},
+        Case{2048, {"warps_m=4", "mma_m=2", "warps_n=2", "mma_n=8", "mma_k=64", "pipeline_stages=3"}},
+        Case{512, {"warps_m=2", "mma_m=2", "warps_n=2", "mma_n=4", "mma_k=32", "pipeline_stages=3"}}}) {
+    const Gemm g(Kind::kDense, ir::DataType::f16(), 1, c.n, c.n, c.n);
+    std::string config;
+    g.lower(t, {}, &config);
+    INFO(c.n << ": " << config);
+    for (const std::string& knob : c.knobs) CHECK_THAT(config, Contains(knob));
+  }
+}

@@ -11,8 +11,6 @@ namespace kiln::schedule {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // The loops of one output as the header describes: contiguous vectorized lanes when asked and
 // the innermost axis divides by `vector`, else `vector` unrolled elements threads apart.
 void bind_injective_gpu(Stage st, int64_t threads, int64_t vector, bool contiguous, int64_t max_blocks,

@@ -25,6 +25,8 @@ void schedule_generic_gpu(Schedule& s, const std::vector<te::Tensor>& outputs, c
 
 // The smallest power of two >= n, at most cap (thread counts, tile edges).
 int64_t pow2_at_least(int64_t n, int64_t cap);
+// The blocks of b that cover a (a grid's extent).
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The knob `threads` of a GPU template: the powers of two from `least` to the target's threads
 // per block, `preferred` by default (capped at the largest). kiln::Error naming the target when
