@@ -90,6 +90,11 @@ TEST_CASE("pragma_unroll attribute becomes loop metadata", "[codegen]") {
   NDArray C = NDArray::zeros({n}, runtime::dtype_i32());
   test::run(m, "pragma", {C});
   for (int k = 0; k < n; ++k) REQUIRE(C.data<int32_t>()[k] == k * k);
+  // Value 1: the loop stays a loop (LLVM's own unrolling disabled), at full optimization too.
+  Stmt rolled = attr_stmt("pragma_unroll", i, 1, for_loop(i, 0, 3, ForKind::Serial, buffer_store(c, i * i, {i})));
+  auto r = test::build({prim_func("rolled", {c}, rolled)}, Target::host(), codegen::BuildOptions());
+  CHECK(test::contains(r.llvm_ir(), "llvm.loop.unroll.disable"));
+  CHECK_FALSE(test::contains(r.llvm_ir(), "llvm.loop.unroll.full"));
 }
 
 TEST_CASE("if/else and nested if without else", "[codegen]") {

@@ -4,10 +4,10 @@
 // Every form is exact in int32: a product of 8-bit values fits 16 bits, and four of them 18.
 //  - AVX-512 VNNI (L = 16) and AVX-VNNI / AVX-512 VNNI+VL (L = 8), a unsigned: one vpdpbusd, with
 //    a's four bytes broadcast as one 32-bit value.
-//  - AVX2 (L = 8), a unsigned: b and the broadcast a widened to 16 bits (vpmovsxbw/vpmovzxbw),
-//    vpmaddwd sums pairs into 32 bits, and one add of the even and odd pair sums finishes each
-//    lane's four. vpmaddubsw, one instruction shorter, saturates its 16-bit pair sums (255 * 127
-//    * 2 overflows), so it is not used.
+//  - AVX2 (L = 8), a unsigned: per pair of a's channels, b's bytes of that pair in every lane
+//    and a's pair broadcast, both widened to 16 bits; vpmaddwd sums each lane's two products into
+//    its 32 bits, and two adds finish the four. vpmaddubsw, one instruction shorter, saturates
+//    its 16-bit pair sums (255 * 127 * 2 overflows), so it is not used.
 //  - NEON with the dot-product extension (L = 4), a signed: one sdot, a broadcast as above.
 //  - Anything else: widen to 32 bits, multiply, add the four products of each lane.
 #include <llvm/IR/IntrinsicsAArch64.h>
@@ -65,17 +65,27 @@ llvm::Value* CodeGenLLVM::emit_int8_dot4(const ir::CallNode* op) {
     return B.CreateIntrinsic(I::aarch64_neon_sdot, {i32v, i8x16}, {acc, b, aw});
   }
   if (a_unsigned && lanes == 8 && dot != Int8Dot::kNone && dot != Int8Dot::kNeonDot) {
+    // Per pair of channels p (0: k = 0, 1; 1: k = 2, 3): b's bytes of that pair in every lane,
+    // widened (a shuffle of the one weight block every column of the tile shares: LLVM computes
+    // it once per block), times a's pair broadcast as one 32-bit word of two 16-bit values (once
+    // per column): vpmaddwd leaves each lane's two products summed, in its own lane.
+    // a's pair as bytes a[2p], 0, a[2p + 1], 0 in every 32-bit lane: one shuffle with zeros of
+    // the broadcast word (vpshufb).
     llvm::Type* i16x16 = llvm::FixedVectorType::get(B.getInt16Ty(), 16);
-    llvm::Value* a16 = B.CreateZExt(repeat4(B, a, 4), i16x16);  // 16 bytes: four lanes' worth
-    llvm::Value* sums = nullptr;                                  // pair sums of lanes 0-3, then 4-7
-    for (unsigned half = 0; half < 2; ++half) {
-      llvm::Value* bh = B.CreateSExt(strided_lanes(B, b, 16 * half, 1, 16), i16x16);
-      llvm::Value* p = B.CreateIntrinsic(I::x86_avx2_pmadd_wd, {}, {bh, a16});  // i32 x 8
-      sums = sums ? B.CreateShuffleVector(sums, p, llvm::ArrayRef<int>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
-                                                                         14, 15}))
-                  : p;
+    llvm::Value* a_bytes = B.CreateBitCast(broadcast_word(B, a, 8), llvm::FixedVectorType::get(B.getInt8Ty(), 32));
+    llvm::Value* zeros = llvm::Constant::getNullValue(a_bytes->getType());
+    llvm::Value* sum = acc;
+    for (int p = 0; p < 2; ++p) {
+      std::vector<int> b_pair, a_pair;
+      for (int j = 0; j < 8; ++j) {
+        b_pair.insert(b_pair.end(), {4 * j + 2 * p, 4 * j + 2 * p + 1});
+        a_pair.insert(a_pair.end(), {2 * p, 32, 2 * p + 1, 32});  // 32: a byte of `zeros`
+      }
+      llvm::Value* bp = B.CreateSExt(B.CreateShuffleVector(b, b_pair), i16x16);
+      llvm::Value* ap = B.CreateBitCast(B.CreateShuffleVector(a_bytes, zeros, a_pair), i16x16);
+      sum = B.CreateAdd(sum, B.CreateIntrinsic(I::x86_avx2_pmadd_wd, {}, {bp, ap}));
     }
-    return B.CreateAdd(acc, B.CreateAdd(strided_lanes(B, sums, 0, 2, 8), strided_lanes(B, sums, 1, 2, 8)));
+    return sum;
   }
   llvm::Type* i32x4l = llvm::FixedVectorType::get(B.getInt32Ty(), 4 * lanes);
   llvm::Value* aw = repeat4(B, a, lanes);

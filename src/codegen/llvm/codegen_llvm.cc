@@ -268,12 +268,13 @@ void CodeGenLLVM::emit_stmt(const ir::Stmt& s) {
 
 void CodeGenLLVM::emit_attr(const ir::AttrStmtNode* op) {
   // Attributes are annotations; the body is what runs. Two schedule pragmas become LLVM loop
-  // hints on the loop directly under them: pragma_unroll (value n > 1: unroll by n, else fully)
-  // and pragma_vectorize.
+  // hints on the loop directly under them: pragma_unroll (value n > 1: unroll by n; 1: never
+  // unroll, where LLVM's own unrolling would spill a register tile; else fully) and
+  // pragma_vectorize.
   bool is_pragma_for = op->body.as<ir::ForNode>() != nullptr || op->body.as<ir::AttrStmtNode>() != nullptr;
   if (is_pragma_for && op->key == "pragma_unroll") {
     auto n = op->value.defined() ? ir::as_const_int(op->value) : std::nullopt;
-    pending_hints_.unroll = (n && *n > 1) ? static_cast<int>(*n) : -1;
+    pending_hints_.unroll = (n && *n >= 1) ? static_cast<int>(*n) : -1;
   } else if (is_pragma_for && op->key == "pragma_vectorize") {
     pending_hints_.vectorize = true;
   }
@@ -347,7 +348,8 @@ llvm::MDNode* CodeGenLLVM::loop_metadata(bool vectorize, int unroll) {
   };
   if (vectorize) flag("llvm.loop.vectorize.enable", llvm::ConstantAsMetadata::get(builder_.getTrue()));
   if (unroll == -1) flag("llvm.loop.unroll.full", nullptr);
-  if (unroll > 0) flag("llvm.loop.unroll.count", llvm::ConstantAsMetadata::get(builder_.getInt32(unroll)));
+  if (unroll == 1) flag("llvm.loop.unroll.disable", nullptr);
+  if (unroll > 1) flag("llvm.loop.unroll.count", llvm::ConstantAsMetadata::get(builder_.getInt32(unroll)));
   llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
   id->replaceOperandWith(0, id);
   return id;

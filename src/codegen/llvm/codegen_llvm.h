@@ -167,7 +167,7 @@ class CodeGenLLVM {
   // Loop hints from a pragma AttrStmt, for the For directly under it.
   struct LoopHints {
     bool vectorize = false;
-    int unroll = 0;  // 0 none, -1 full, n > 0 count
+    int unroll = 0;  // 0 none, -1 full, 1 never, n > 1 count
   } pending_hints_;
 };
 
