@@ -318,12 +318,38 @@ bool is_reduce(const std::string& op) {
   return op == "sum" || op == "mean" || op == "prod" || op == "max" || op == "min";
 }
 
+// dequantize(x, scale[, zero_point]) of an int32 x (a quantized model's bias) with a float32 scale
+// as te::ops::dequantize computes it: the difference exact in 64 bits, converted to float32 (one
+// rounding), times the scale in float32. A scale and zero point of one element each (per tensor)
+// or of x's extent along `axis`. 8-bit weights stay dequantize calls: realize_integer_ops turns
+// those around a conv or dense into an integer kernel.
+std::optional<HostTensor> eval_dequantize(const CallNode& call, const std::vector<HostTensor>& args,
+                                          const TensorTypeNode& out) {
+  if (out.dtype != DataType::f32() || args[0].dtype() != DataType::i32()) return std::nullopt;
+  const HostTensor& x = args[0];
+  const std::vector<int64_t> v = x.to_int64s();
+  const std::vector<double> scale = args[1].to_doubles();
+  const std::vector<int64_t> zp = args.size() > 2 ? args[2].to_int64s() : std::vector<int64_t>{0};
+  const std::vector<int64_t>& shape = x.shape();
+  const int64_t axis = call.attrs.get_int("axis", 1);
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t extent = static_cast<size_t>(axis) < shape.size() ? shape[static_cast<size_t>(axis)] : 1;
+  auto at = [&](const auto& param, int64_t i) { return param.size() == 1 ? param[0] : param[(i / inner) % extent]; };
+  std::vector<double> y(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t k = static_cast<int64_t>(i);
+    y[i] = static_cast<float>(v[i] - at(zp, k)) * static_cast<float>(at(scale, k));
+  }
+  return HostTensor::from_doubles(out.dtype, out.shape, y);
+}
+
 }  // namespace
 
 bool can_evaluate(const OpDef& op) {
   const std::string& n = op.name;
   return float_unary().count(n) || int_unary().count(n) || is_binary(n) || is_injective(n) || is_reduce(n) ||
-         n == "cast" || n == "where" || n == "full" || n == "clip";
+         n == "cast" || n == "where" || n == "full" || n == "clip" || n == "dequantize";
 }
 
 std::optional<HostTensor> evaluate_call(const CallNode& call, const std::vector<HostTensor>& args) {
@@ -358,6 +384,7 @@ std::optional<HostTensor> evaluate_call(const CallNode& call, const std::vector<
     }
     return HostTensor(out->dtype, out->shape, std::move(bytes));
   }
+  if (op == "dequantize") return eval_dequantize(call, args, *out);
   if (op == "clip") {
     double lo = call.attrs.get_float("a_min"), hi = call.attrs.get_float("a_max");
     if (x.dtype().is_floating()) {

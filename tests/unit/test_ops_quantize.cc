@@ -168,6 +168,26 @@ TEST_CASE("dequantize of every input type per tensor and per axis against the re
   }
 }
 
+TEST_CASE("dequantize of an int32 constant (a bias) folds at compile time as the kernel computes it", "[ops_quantize]") {
+  const Shape s = {3, 4, 6};
+  HostTensor x = random_tensor(DataType::i32(), s, 7, -2e9, 2e9);
+  HostTensor ps = random_tensor(f32, {s[2]}, 8, 0.001, 0.1);
+  HostTensor pz = random_tensor(DataType::i32(), {s[2]}, 9, -1e9, 1e9);
+  const Attrs a = Attrs().set_int("axis", 2);
+  const HostTensor want = dequantize_ref(x, ps, &pz, 2);
+  CallResult kernel = run_call("dequantize", {x, ps, pz}, a, Sched::Default);
+  CHECK(mismatch(kernel.outputs[0], want, 0, 0) == "");
+  // The relay evaluator (fold_constants) gives the same bits.
+  CHECK(mismatch(evaluate(kernel.call, {x, ps, pz}), want, 0, 0) == "");
+  const HostTensor one = HostTensor::scalar(f32, 0.0371);
+  CHECK(mismatch(evaluate(run_call("dequantize", {x, one}, a, Sched::Naive).call, {x, one}), dequantize_ref(x, one, nullptr, 2), 0, 0) == "");
+  // An 8-bit weight's dequantize is not folded: realize_integer_ops needs it to make an
+  // integer kernel.
+  HostTensor w = random_tensor(DataType::i8(), s, 10, -128, 127);
+  CallResult w_call = run_call("dequantize", {w, one}, a, Sched::Naive);
+  CHECK_FALSE(relay::evaluate_call(*w_call.call.as<relay::CallNode>(), {w, one}).has_value());
+}
+
 TEST_CASE("quantize and dequantize run on the OpenCL device through the GPU injective template",
           "[ops_quantize][gpu][opencl]") {
   REQUIRE_OPENCL(dev);
