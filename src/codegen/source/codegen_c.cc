@@ -394,23 +394,11 @@ class KernelPrinter {
     return "((" + type(t) + ")" + d_.warp_shuffle_down("(int)" + v, delta) + ")";
   }
 
-  // A value as a buffer of type t stores it. A 16-bit float is converted to its bits once: the
-  // rounding expr() put around a computed value goes, as the conversion rounds alike.
-  std::string stored(DataType t, const std::string& v) {
-    if (t.is_bool()) return "(" + d_.type_name(t) + ")(" + v + ")";
-    return bits16(t) ? to_bits16(t, without_round16(t, v)) : v;
-  }
-  // v without an outermost round16 call spanning all of it.
-  static std::string without_round16(DataType t, const std::string& v) {
-    const std::string call = round16(t, "");
-    const std::string open = call.substr(0, call.size() - 1);
-    if (v.rfind(open, 0) != 0 || v.back() != ')') return v;
-    int depth = 0;
-    for (size_t i = open.size() - 1; i < v.size(); ++i) {
-      if (v[i] == '(') ++depth;
-      if (v[i] == ')' && --depth == 0) return i + 1 == v.size() ? v.substr(open.size(), i - open.size()) : v;
-    }
-    return v;
+  // `value` as a buffer of type t stores it. A 16-bit float is converted to its bits once: its
+  // outermost operation is printed unrounded (expr()), as the conversion rounds alike.
+  std::string stored(DataType t, const ir::Expr& value) {
+    if (t.is_bool()) return "(" + d_.type_name(t) + ")(" + use(value) + ")";
+    return bits16(t) ? to_bits16(t, flush_pending(expr_unrounded(value))) : use(value);
   }
 
   // ---- vector IR: lanes and vector accesses ----
@@ -520,7 +508,7 @@ class KernelPrinter {
       return;
     }
     std::vector<std::string> v;
-    for (int i = 0; i < lanes; ++i) v.push_back(stored(b->dtype, use(lane_of(value, i, lanes_))));
+    for (int i = 0; i < lanes; ++i) v.push_back(stored(b->dtype, lane_of(value, i, lanes_)));
     for (int c = 0; c < lanes; c += w) {
       const std::string at = address(b, base, c);
       line(d_.vector_store(b->dtype, w, at, d_.vector_value(b->dtype, {v.begin() + c, v.begin() + c + w})));
@@ -534,11 +522,12 @@ class KernelPrinter {
   }
 
   // An expression for use in the statement printed next (pending lets go first).
-  std::string use(const ir::Expr& e) {
-    std::string s = expr(e);
+  std::string use(const ir::Expr& e) { return flush_pending(expr(e)); }
+  // Prints the lines an expression's text needs before it; returns the text.
+  std::string flush_pending(std::string text) {
     for (const std::string& p : pending_) line(p);
     pending_.clear();
-    return s;
+    return text;
   }
 
   // ---- statements ----
@@ -589,7 +578,7 @@ class KernelPrinter {
           return;
         }
         std::string idx = use(st->indices[0]);
-        std::string v = stored(st->buffer->dtype, use(st->value));
+        std::string v = stored(st->buffer->dtype, st->value);
         const std::string buf = name_of(st->buffer->data);
         // Checked, then stored in the kernel itself: PoCL 3.1 miscomputed a helper that did both
         // with a private array's element as the value (the tensor-core GEMM's accumulator
