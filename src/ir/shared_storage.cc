@@ -73,6 +73,11 @@ class LiveRanges : public StmtVisitor {
 
 int64_t size_of(const Buffer& b) { return (b.num_elements() * b->dtype.bytes() + kAlign - 1) / kAlign * kAlign; }
 
+// Whether two placed buffers (buffer, byte offset) share bytes.
+bool bytes_meet(const std::pair<Buffer, int64_t>& a, const std::pair<Buffer, int64_t>& b) {
+  return a.second < b.second + size_of(b.first) && b.second < a.second + size_of(a.first);
+}
+
 }  // namespace
 
 bool SharedStorage::overlap(const VarNode* a, const VarNode* b) const {
@@ -82,7 +87,7 @@ bool SharedStorage::overlap(const VarNode* a, const VarNode* b) const {
     if (e.first->data.get() == a) pa = &e;
     if (e.first->data.get() == b) pb = &e;
   }
-  return pa && pb && pa->second < pb->second + size_of(pb->first) && pb->second < pa->second + size_of(pa->first);
+  return pa && pb && bytes_meet(*pa, *pb);
 }
 
 SharedStorage plan_shared_storage(const Stmt& kernel_body) {
@@ -110,11 +115,8 @@ SharedStorage plan_shared_storage(const Stmt& kernel_body) {
     out.bytes = std::max(out.bytes, offset + size_of(b));
   }
   // Whether any two buffers ended up sharing bytes.
-  for (size_t i = 0; i < out.buffers.size() && !out.aliased; ++i)
-    for (size_t j = 0; j < i && !out.aliased; ++j) {
-      const int64_t ai = out.buffers[i].second, aj = out.buffers[j].second;
-      out.aliased = ai < aj + size_of(out.buffers[j].first) && aj < ai + size_of(out.buffers[i].first);
-    }
+  for (size_t i = 0; i < out.buffers.size(); ++i)
+    for (size_t j = 0; j < i; ++j) out.aliased = out.aliased || bytes_meet(out.buffers[i], out.buffers[j]);
   return out;
 }
 

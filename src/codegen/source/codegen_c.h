@@ -97,7 +97,6 @@ class Dialect {
   virtual std::string vector_value(ir::DataType t, const std::vector<std::string>& lanes) const = 0;
 };
 
-
 const Dialect& cuda_dialect();
 const Dialect& opencl_dialect();
 const Dialect& dialect(Language lang);

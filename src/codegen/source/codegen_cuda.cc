@@ -26,8 +26,8 @@ class CudaDialect : public Dialect {
   // inside the buffer are proved by ir::inject_double_buffer).
   std::string shared_qualifier() const override { return "__shared__ __align__(16)"; }
   std::string shared_pool(const std::string& name, int64_t bytes) const override {
-    return bytes ? fmt::format("__shared__ __align__(16) unsigned char {}[{}];", name, bytes)
-                 : "extern __shared__ __align__(16) unsigned char " + name + "[];";
+    return bytes ? fmt::format("{} unsigned char {}[{}];", shared_qualifier(), name, bytes)
+                 : fmt::format("extern {} unsigned char {}[];", shared_qualifier(), name);
   }
   std::string shared_view(const std::string& type, const std::string& name, const std::string& pool,
                           int64_t offset) const override {

@@ -3,10 +3,11 @@
 //
 // Conservative by design: any access to a shared buffer may be another thread's, so a barrier
 // goes between a write and a later read of the same shared buffer, and between a read and a
-// later write; and between any two accesses of distinct buffers that plan_shared_storage put in
-// the same bytes (kiln/ir/shared_storage.h). Two writes need none: a te stage assigns each element one value (a copy computed
-// twice writes the same value twice), so which thread writes last does not matter, and a
-// cooperative fetch's loop over its slices needs no barrier per slice. Statements are taken whole
+// later write. Two writes of one buffer need none: a te stage assigns each element one value (a
+// copy computed twice writes the same value twice), so which thread writes last does not
+// matter, and a cooperative fetch's loop over its slices needs no barrier per slice. Distinct
+// buffers that plan_shared_storage put in the same bytes (kiln/ir/shared_storage.h) need one
+// between any two of their accesses, two writes included. Statements are taken whole
 // (a loop that synchronizes inside still counts with all its accesses), which can cost a
 // barrier more than needed, never one less. Loop-carried conflicts: a loop body's accesses
 // after its last barrier are checked against the body's accesses before its first barrier, as
