@@ -83,7 +83,7 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const int64_t ty0 = pow2_at_least(m, 16), tx0 = pow2_at_least(n, 16);
   int64_t tm0 = m >= 8 * ty0 ? 8 : m >= 4 * ty0 ? 4 : 1, tn0 = n >= 4 * tx0 ? 4 : 1;
   auto grid = [&](int64_t rows, int64_t cols) {
-    return batch * ((m + ty0 * rows - 1) / (ty0 * rows)) * ((n + tx0 * cols - 1) / (tx0 * cols));
+    return batch * ceil_div(m, ty0 * rows) * ceil_div(n, tx0 * cols);
   };
   const int64_t enough = 2 * std::max(1, target.gpu.multiprocessors);
   while (grid(tm0, tn0) < enough && (tn0 > 1 || tm0 > 1)) (tm0 > 4 ? tm0 : tn0 > 1 ? tn0 : tm0) /= 2;

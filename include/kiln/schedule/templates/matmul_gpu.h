@@ -11,8 +11,9 @@
 //   double_buffer               two halves of each tile: the next slice loads while    default 1 on
 //                               this one computes (ir::inject_double_buffer), with     CUDA sm_80+,
 //                               cp.async on CUDA sm_80+                                else 0
-//   pipeline_stages             the buffers double_buffer gives each tile: 2, 3 or 4;  default 2
-//                               with S, slice k + S - 1 loads while slice k computes
+//   pipeline_stages             the buffers double_buffer gives each tile: 2, 3 or 4;  default 2,
+//                               with S, slice k + S - 1 loads while slice k computes   3 on tensor
+//                                                                                      cores
 //
 // A block computes a (threads_m * rows_per_thread) x (threads_n * cols_per_thread) tile of C
 // (batch dims on blockIdx.z). For each K slice its threads together copy the A rows and B

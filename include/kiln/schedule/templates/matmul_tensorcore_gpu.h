@@ -4,11 +4,14 @@
 // warps compute their tiles of C with mma.m16n8k16 (mma_intrin.h) from operand tiles staged in
 // shared memory. Knobs (schedule/config.h):
 //
-//   warps_m, warps_n   the block's warps along rows and columns          default 2 x 2
-//   mma_m, mma_n       each warp's 16 x 8 tiles along rows and columns   default 2 x 4 (a 32 x 32 warp tile)
-//   mma_k              the slice of K staged per step: 16, 32, 64        default 32
-//   (double_buffer,    matmul_gpu.h's knobs: the slices double-buffered (pipeline_stages buffers),
-//    pipeline_stages)  loaded with cp.async on sm_80+
+//   warps_m, warps_n   the block's warps along rows and columns
+//   mma_m, mma_n       each warp's 16 x 8 tiles along rows and columns
+//   mma_k              the slice of K staged per step: 16, 32, 64
+//   (double_buffer,    matmul_gpu.h's knobs: the slices double-buffered (pipeline_stages buffers,
+//    pipeline_stages)  3 by default here), loaded with cp.async on sm_80+
+// Default block: the largest whose grid still has a block per multiprocessor, 128 x 256 (2 x 4
+// warps of 4 x 8 tiles) or 128 x 128 (4 x 2 warps of 2 x 8) with K slices of 64, else 64 x 64
+// (2 x 2 warps of 2 x 4) with slices of 32
 // (each at most what the padded product needs: a block no larger than M x N rounded up).
 //
 // Per block of (16 mma_m warps_m) x (8 mma_n warps_n) outputs, with 32 x warps_n x warps_m
