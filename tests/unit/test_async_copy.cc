@@ -48,13 +48,6 @@ ir::Stmt scalar_copy(ir::Buffer x, ir::Buffer s, ir::Var k, ir::Var tx) {
   return ir::buffer_store(s, ir::buffer_load(x, {k * 4 + tx}), {tx});
 }
 
-ir::KernelLaunch launch_of(int64_t threads) {
-  ir::KernelLaunch l;
-  l.kernel = "tiled_sum";
-  l.block[0] = threads;
-  return l;
-}
-
 codegen::GpuModule cuda_text(const ir::PrimFunc& f, const std::string& target = "cuda -arch=sm_80") {
   codegen::GpuBuildOptions text_only;
   text_only.compile = false;
@@ -132,7 +125,8 @@ TEST_CASE("inject_double_buffer: the asynchronous form on a tiled sum", "[ir][gp
 }
 )");
   // insert_thread_sync adds no barrier: the next tile's writes go to the other half.
-  CHECK(ir::to_string(ir::insert_thread_sync(ir::hoist_device_allocations(after), launch_of(4))) ==
+  const ir::KernelLaunch launch = test::launch_of("tiled_sum", 4);
+  CHECK(ir::to_string(ir::insert_thread_sync(ir::hoist_device_allocations(after), launch)) ==
         ir::to_string(ir::hoist_device_allocations(after)));
   // Without async copies (OpenCL, older sms) the plain form.
   CHECK(ir::to_string(ir::inject_double_buffer(before, false)) ==

@@ -11,6 +11,7 @@
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/operation.h"
 #include "test_codegen_util.h"
+#include "test_gpu_util.h"
 
 using namespace kiln;
 using Catch::Matchers::Contains;
@@ -197,9 +198,7 @@ ir::PrimFunc exchange_kernel(bool narrow, bool thread_condition) {
 
 TEST_CASE("insert_thread_sync and hoist_device_allocations before and after", "[gpu]") {
   using namespace ir;
-  KernelLaunch launch;
-  launch.kernel = "exchange";
-  launch.block = {32, 1, 1};
+  const KernelLaunch launch = test::launch_of("exchange", 32);
   PrimFunc f = hoist_device_allocations(exchange_kernel(false, false));
   // The shared buffer moved outside the thread loop, to the kernel's top.
   REQUIRE(f.body.as<AllocateNode>() != nullptr);
@@ -249,9 +248,7 @@ ir::PrimFunc two_exchanges(bool t_before) {
 
 TEST_CASE("plan_shared_storage: buffers live apart share bytes, and insert_thread_sync orders them", "[gpu]") {
   using namespace ir;
-  KernelLaunch launch;
-  launch.kernel = "two";
-  launch.block = {32, 1, 1};
+  const KernelLaunch launch = test::launch_of("two", 32);
   const PrimFunc apart = hoist_device_allocations(two_exchanges(false));
   const SharedStorage plan = plan_shared_storage(apart.body);
   REQUIRE(plan.buffers.size() == 2);

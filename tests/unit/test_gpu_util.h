@@ -26,6 +26,15 @@ inline int64_t occurrences(const std::string& text, const std::string& what) {
   return c;
 }
 
+// The launch of kernel `name` on a block of `threads` threads along x (what insert_thread_sync
+// reads: the block's extents).
+inline ir::KernelLaunch launch_of(const std::string& name, int64_t threads) {
+  ir::KernelLaunch l;
+  l.kernel = name;
+  l.block = {threads, 1, 1};
+  return l;
+}
+
 // `funcs` built through NVRTC for the target's own sm alone: its cubin (ptxas assembled the PTX:
 // registers, shared memory and spills in the module's notes) and its PTX, images[1].
 inline codegen::GpuModule build_own_sm(const std::vector<ir::PrimFunc>& funcs, const Target& t) {

@@ -52,13 +52,6 @@ struct TiledSum {
   }
 };
 
-ir::KernelLaunch launch_of(int64_t threads) {
-  ir::KernelLaunch l;
-  l.kernel = "tiled_sum";
-  l.block[0] = threads;
-  return l;
-}
-
 // The matmul template's dense at `choices`, its shared tiles double-buffered when `db` (with
 // `buffers` buffers), their rows padded by `pad` elements.
 ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, bool db, const Target& t,
@@ -132,7 +125,8 @@ TEST_CASE("inject_double_buffer: before and after on a tiled sum", "[ir][gpu]") 
   // insert_thread_sync keeps both barriers and adds none: the marked writes go to the half no
   // thread reads in that iteration (without the mark it put one between the read of half k % 2
   // and the write of half (k + 1) % 2, one per iteration more than needed).
-  CHECK(ir::to_string(ir::insert_thread_sync(ir::hoist_device_allocations(after), launch_of(4))) ==
+  const ir::KernelLaunch launch = test::launch_of("tiled_sum", 4);
+  CHECK(ir::to_string(ir::insert_thread_sync(ir::hoist_device_allocations(after), launch)) ==
         R"(func tiled_sum(X: float32[12], Y: float32[4]) {
   allocate S: float32[8], shared
   thread_binding("threadIdx.x") for (tx, 0, 4) {
