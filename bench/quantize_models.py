@@ -8,7 +8,8 @@ ONNX Runtime's outputs as their test data (the reference kiln's int8 path is hel
                                      int8 weights
 
 Each goes to OUT/NAME/model.onnx with test_data_set_0..N-1 (seeded random inputs of the fp32
-model's shape, outputs computed by ONNX Runtime on this CPU, one thread, and float_output_0.pb:
+model's shape, outputs computed by ONNX Runtime on this CPU, one thread, in its exact mode (see
+EXACT below), and float_output_0.pb:
 ORT's output of the float model, whose difference is the quantization's own error) and
 quant.json, which records the output's quantization step (the scale of the last
 DequantizeLinear that feeds the graph output; null for dynamic models, whose output is float).
@@ -30,6 +31,11 @@ from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantT
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
 CALIBRATION = 8
+# ORT's int8 GEMM on AVX2 without VNNI multiplies uint8 x int8 with vpmaddubsw by default, whose
+# 16-bit pair sums saturate: on such a CPU its outputs move by several output steps from the
+# exact sums (resnet18_int8 on a Zen 3: up to 3 steps). This session option makes it sum
+# exactly (a no-op where VNNI is used); the reference is ORT computing what the model says.
+EXACT = ("session.x64quantprecision", "1")
 
 
 def random_input(model_dir, rng):
@@ -79,6 +85,7 @@ def make(name, shared, out, sets):
                             activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
+    opts.add_session_config_entry(*EXACT)
     sess = ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
     float_sess = ort.InferenceSession(os.path.join(src_dir, "model.onnx"), opts, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(2026)
@@ -94,7 +101,8 @@ def make(name, shared, out, sets):
         onnx.save_tensor(numpy_helper.from_array(yf, out_name), os.path.join(d, "float_output_0.pb"))
     ops = sorted({n.op_type for n in onnx.load(model_path).graph.node})
     with open(os.path.join(dst, "quant.json"), "w") as f:
-        json.dump({"output_step": output_step(model_path), "ops": ops, "ort": ort.__version__}, f, indent=1)
+        json.dump({"output_step": output_step(model_path), "ops": ops, "ort": ort.__version__,
+                   "ort_session_config": dict([EXACT])}, f, indent=1)
     print(f"{name}: {sets} data sets, output step {output_step(model_path)}, ops {' '.join(ops)}")
 
 

@@ -334,16 +334,17 @@ Expr make_intrinsic(DataType t, const std::string& name, std::vector<Expr> args)
   return Expr(std::make_shared<CallNode>(t, name, std::move(args), CallKind::PureIntrinsic));
 }
 
-Expr int8_dot4(Expr acc, Expr a, Expr b) {
-  const int lanes = acc.dtype().lanes;
-  KILN_USER_CHECK(acc.dtype() == DataType::i32(lanes)) << "int8_dot4: the accumulator must be int32, got "
+Expr int8_dot(Expr acc, Expr a, Expr b) {
+  const int lanes = acc.dtype().lanes, group = a.dtype().lanes;
+  KILN_USER_CHECK(acc.dtype() == DataType::i32(lanes)) << "int8_dot: the accumulator must be int32, got "
                                                        << acc.dtype().str();
-  KILN_USER_CHECK(a.dtype().bits == 8 && a.dtype().is_integer() && a.dtype().lanes == 4)
-      << "int8_dot4: a must be 4 lanes of int8 or uint8, got " << a.dtype().str();
-  KILN_USER_CHECK(b.dtype() == DataType::i8(4 * lanes))
-      << "int8_dot4: b must be " << 4 * lanes << " lanes of int8, got " << b.dtype().str();
+  const bool bytes = a.dtype().bits == 8 && a.dtype().is_integer() && group == 4;
+  KILN_USER_CHECK(bytes || a.dtype() == DataType::i16(2))
+      << "int8_dot: a must be 4 lanes of int8 or uint8, or 2 of int16, got " << a.dtype().str();
+  KILN_USER_CHECK(b.dtype() == DataType::i8(group * lanes))
+      << "int8_dot: b must be " << group * lanes << " lanes of int8, got " << b.dtype().str();
   const DataType t = acc.dtype();
-  return make_intrinsic(t, "int8_dot4", {std::move(acc), std::move(a), std::move(b)});
+  return make_intrinsic(t, "int8_dot", {std::move(acc), std::move(a), std::move(b)});
 }
 
 Expr call_extern(DataType t, const std::string& name, std::vector<Expr> args) {

@@ -11,7 +11,7 @@ ir::Expr scalar_value(const te::Tensor& t) {
 }
 
 void add_integer_lowerings() {
-  const Int8Layout plain{4, ir::DataType::u8()};
+  const Int8Layout plain{4, ir::DataType::u8(), 4};
   set_lowering("nn.conv2d_integer", [plain](const std::vector<Tensor>& in, const relay::Attrs& a, const relay::Type&) {
     return std::vector<Tensor>{
         conv2d_int8(in[0], in[1], scalar_value(in[2]), conv_attrs(a, false), plain, "conv_int8", in[3])};

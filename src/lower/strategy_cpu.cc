@@ -202,13 +202,13 @@ Strategy group_template(const char* name, void (*tmpl)(schedule::Schedule&, cons
 
 // The integer conv and dense in the layout of the target's int8 dot product, tensorized onto it
 // (int8_cpu.h); a constant weight (argument 1) packed at compile time into that layout.
-Strategy int8_strategy(const char* name, schedule::AnchorTemplate tmpl, int64_t lanes, OpLowering lower,
-                       OpLowering lower_packed) {
+Strategy int8_strategy(const char* name, schedule::AnchorTemplate tmpl, const te::ops::Int8Layout& layout,
+                       OpLowering lower, OpLowering lower_packed) {
   Strategy s = anchored(name, tmpl);
   s.lower = std::move(lower);
   WeightPacking p;
   p.arg = 1;
-  p.pack = [lanes](const relay::HostTensor& wt) { return pack_int8_weight(wt, lanes); };
+  p.pack = [layout](const relay::HostTensor& wt) { return pack_int8_weight(wt, layout.lanes, layout.group); };
   p.lower_packed = std::move(lower_packed);
   s.packing = p;
   return s;
@@ -219,7 +219,7 @@ Strategy conv_integer(const FusedGroup& g, const Target& t, const StrategyOption
   const ConvNdAttrs a = conv_attrs(call.attrs, false);
   const te::ops::Int8Layout layout = schedule::int8_layout(t);
   const int64_t oc = tensor_type(call.type).shape[1];
-  return int8_strategy("conv_int8", schedule::schedule_conv2d_int8_cpu, layout.lanes, single([a, layout](const Inputs& in) {
+  return int8_strategy("conv_int8", schedule::schedule_conv2d_int8_cpu, layout, single([a, layout](const Inputs& in) {
     return te::ops::conv2d_int8(in[0], in[1], scalar_value(in[2]), a, layout, "conv_int8", in[3]);
   }), single([a, layout, oc](const Inputs& in) {
     return te::ops::conv2d_int8_packed(in[0], in[1], oc, scalar_value(in[2]), a, layout, "conv_int8", in[3]);
@@ -229,7 +229,7 @@ Strategy conv_integer(const FusedGroup& g, const Target& t, const StrategyOption
 Strategy dense_integer(const FusedGroup& g, const Target& t, const StrategyOptions&) {
   const te::ops::Int8Layout layout = schedule::int8_layout(t);
   const int64_t n = tensor_type(anchor_call(g).type).shape.back();
-  return int8_strategy("dense_int8", schedule::schedule_dense_int8_cpu, layout.lanes, single([layout](const Inputs& in) {
+  return int8_strategy("dense_int8", schedule::schedule_dense_int8_cpu, layout, single([layout](const Inputs& in) {
     return te::ops::dense_int8(in[0], in[1], scalar_value(in[2]), layout, "dense_int8", in[3]);
   }), single([layout, n](const Inputs& in) {
     return te::ops::dense_int8_packed(in[0], in[1], n, scalar_value(in[2]), layout, "dense_int8", in[3]);

@@ -70,21 +70,21 @@ relay::HostTensor pack_winograd_weight(const relay::HostTensor& w, int64_t co) {
   return relay::HostTensor(relay::DataType::f32(), {16, nblk, c, co}, u.data());
 }
 
-relay::HostTensor pack_int8_weight(const relay::HostTensor& w, int64_t lanes) {
-  KILN_USER_CHECK(w.rank() >= 2 && w.dtype() == relay::DataType::i8() && lanes >= 1)
+relay::HostTensor pack_int8_weight(const relay::HostTensor& w, int64_t lanes, int64_t group) {
+  KILN_USER_CHECK(w.rank() >= 2 && w.dtype() == relay::DataType::i8() && lanes >= 1 && group >= 1)
       << "pack_int8_weight: weight " << w.type().str() << " is not int8 [O, C, K...]";
   const int64_t o = w.shape()[0], c = w.shape()[1], taps = w.numel() / std::max<int64_t>(o * c, 1);
-  const int64_t nblk = (o + lanes - 1) / lanes, c4 = (c + 3) / 4;
-  relay::Shape shape = {nblk, c4};
+  const int64_t nblk = (o + lanes - 1) / lanes, cg = (c + group - 1) / group;
+  relay::Shape shape = {nblk, cg};
   shape.insert(shape.end(), w.shape().begin() + 2, w.shape().end());
   shape.push_back(lanes);
-  shape.push_back(4);
-  std::vector<uint8_t> bytes(static_cast<size_t>(nblk * c4 * taps * lanes * 4), 0);
+  shape.push_back(group);
+  std::vector<uint8_t> bytes(static_cast<size_t>(nblk * cg * taps * lanes * group), 0);
   for (int64_t oo = 0; oo < o; ++oo)
     for (int64_t cc = 0; cc < c; ++cc)
       for (int64_t t = 0; t < taps; ++t)
-        bytes[static_cast<size_t>((((oo / lanes) * c4 + cc / 4) * taps + t) * lanes * 4 + (oo % lanes) * 4 + cc % 4)] =
-            w.data()[(oo * c + cc) * taps + t];
+        bytes[static_cast<size_t>((((oo / lanes) * cg + cc / group) * taps + t) * lanes * group + (oo % lanes) * group +
+                                  cc % group)] = w.data()[(oo * c + cc) * taps + t];
   return relay::HostTensor(w.dtype(), shape, std::move(bytes));
 }
 

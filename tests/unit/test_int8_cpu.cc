@@ -1,4 +1,4 @@
-// Integer conv and dense (te/ops/nn_int8.h) under their CPU schedules, tensorized onto int8_dot4:
+// Integer conv and dense (te/ops/nn_int8.h) under their CPU schedules, tensorized onto int8_dot:
 // exact against plain int64 reference loops at each x86 level this machine runs (the host's own
 // code: vpdpbusd where it has AVX-512 VNNI; x86-64-v3: AVX2's vpmaddwd; x86-64-v2: the plain
 // widening form), for int8 and uint8 data with non-zero zero points, padding, strides and
@@ -148,14 +148,14 @@ TEST_CASE("int8 dense tensorized onto the target's dot product is exact at each 
   }
 }
 
-TEST_CASE("int8_dot4 tensorization refuses a nest that is not L lanes by four channels", "[int8]") {
+TEST_CASE("int8_dot tensorization refuses a nest that is not L lanes by G channels", "[int8]") {
   Target target = Target::host();
   te::ops::Int8Layout layout = schedule::int8_layout(target);
   te::Tensor x = te::placeholder({4, 32}, kU8, "x");
   te::Tensor w = te::placeholder({2 * layout.lanes, 32}, kI8, "w");
   te::Tensor d = te::ops::dense_int8(x, w, ir::make_const(kU8, 0), layout, "dense");
   te::Tensor blocked = d.op().input_tensors()[0];
-  // The blocked stage's loops as the template orders them: rows, quads, block, lanes, the four.
+  // The blocked stage's loops as the template orders them: rows, channel groups, block, lanes, the group.
   auto nest = [&](schedule::Schedule& s) {
     schedule::Stage b = s[blocked];
     b.reorder({b.op_axis()[0], b.reduce_axis()[0], b.op_axis()[1], b.op_axis()[2], b.reduce_axis()[1]});
@@ -163,17 +163,18 @@ TEST_CASE("int8_dot4 tensorization refuses a nest that is not L lanes by four ch
   };
   schedule::Schedule s = schedule::create({d});
   // The intrinsic declared for twice the lanes: the lane axis does not fit.
-  nest(s).tensorize(s[blocked].op_axis()[2], schedule::int8_dot4_intrin({2 * layout.lanes, kU8}));
+  nest(s).tensorize(s[blocked].op_axis()[2], schedule::int8_dot_intrin({2 * layout.lanes, layout.data, layout.group}));
   REQUIRE_THROWS_WITH(codegen::build(s, {x, w, d}, target, "dense"),
-                      Contains("does not match intrinsic 'int8_dot4'") && Contains("has extent " + std::to_string(layout.lanes)));
-  // Int8 data against the uint8 intrinsic: the operand's dtype differs.
+                      Contains("does not match intrinsic 'int8_dot'") && Contains("has extent " + std::to_string(layout.lanes)));
+  // The intrinsic declared for another data type than the layout packs: the operand's dtype differs.
   schedule::Schedule s2 = schedule::create({d});
-  nest(s2).tensorize(s2[blocked].op_axis()[2], schedule::int8_dot4_intrin({layout.lanes, kI8}));
+  const ir::DataType other = layout.data == kI8 ? kU8 : kI8;
+  nest(s2).tensorize(s2[blocked].op_axis()[2], schedule::int8_dot_intrin({layout.lanes, other, layout.group}));
   REQUIRE_THROWS_WITH(codegen::build(s2, {x, w, d}, target, "dense"), Contains("cannot be input 'a'"));
 }
 
 TEST_CASE("int8 conv and dense name the operand of a wrong dtype", "[int8]") {
-  te::ops::Int8Layout layout{16, kU8};
+  te::ops::Int8Layout layout{16, kU8, 4};
   te::Tensor xf = te::placeholder({2, 8}, ir::DataType::f32(), "xf");
   te::Tensor w = te::placeholder({4, 8}, kI8, "w");
   REQUIRE_THROWS_WITH(te::ops::dense_int8(xf, w, ir::make_const(kU8, 0), layout),

@@ -345,9 +345,11 @@ Expr let(Var v, Expr value, Expr body);
 Expr make_intrinsic(const std::string& name, std::vector<Expr> args);
 Expr make_intrinsic(DataType t, const std::string& name, std::vector<Expr> args);
 Expr call_extern(DataType t, const std::string& name, std::vector<Expr> args);
-// The int8 dot product of int8 kernels: acc[j] + sum_{k<4} a[k] * b[4j + k] for j < L, exact
-// in int32; acc int32 x L, a int8 or uint8 x 4, b int8 x 4L (CPU targets: codegen_dot.cc).
-Expr int8_dot4(Expr acc, Expr a, Expr b);
+// The int8 dot product of int8 kernels: acc[j] + sum_{k<G} a[k] * b[G*j + k] for j < L, exact
+// in int32; acc int32 x L, b int8 x G*L, and a the group of G channels: int8 or uint8 x 4, or
+// int16 x 2 holding 8-bit values (AVX2's form: two 16-bit values are one vpmaddwd operand, so a
+// broadcast is one load; CPU targets: codegen_dot.cc).
+Expr int8_dot(Expr acc, Expr a, Expr b);
 Expr buffer_load(Buffer b, std::vector<Expr> indices);
 Expr producer_load(Producer p, std::vector<Expr> indices);
 Expr make_reduce(CommReducer combiner, std::vector<Expr> source, std::vector<IterVar> axis,

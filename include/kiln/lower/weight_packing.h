@@ -21,8 +21,8 @@ relay::HostTensor pack_dense_weight(const relay::HostTensor& w, int64_t nr, int6
 // [16, OC/co, C, co] (channels past OC are zero), computed in double.
 relay::HostTensor pack_winograd_weight(const relay::HostTensor& w, int64_t co);
 
-// An int8 weight [O, C, K...] (conv [OC, C, KY, KX] or dense [N, K]) -> [O/L, C/4, K..., L, 4],
-// zero-padded: L outputs x four channels contiguous for int8_dot4 (te/ops/nn_int8.h).
-relay::HostTensor pack_int8_weight(const relay::HostTensor& w, int64_t lanes);
+// An int8 weight [O, C, K...] (conv [OC, C, KY, KX] or dense [N, K]) -> [O/L, C/G, K..., L, G],
+// zero-padded: L outputs x G channels contiguous for int8_dot (te/ops/nn_int8.h).
+relay::HostTensor pack_int8_weight(const relay::HostTensor& w, int64_t lanes, int64_t group);
 
 }  // namespace kiln::lower

@@ -27,10 +27,10 @@ namespace kiln {
 
 enum class TargetKind { kLLVM, kCUDA, kOpenCL };
 
-// The instruction an int8 dot product of four pairs per int32 lane (the intrinsic int8_dot4,
-// codegen_dot.cc) becomes: VNNI's vpdpbusd (u8 x s8) on 512- or 256-bit vectors, AVX2's
-// widening multiply-adds (vpmovzx/sx to 16 bits, vpmaddwd: exact, where vpmaddubsw would
-// saturate its 16-bit pair sums), NEON's sdot (s8 x s8), or plain widening arithmetic.
+// The instruction an int8 dot product per int32 lane (the intrinsic int8_dot, codegen_dot.cc)
+// becomes: VNNI's vpdpbusd (four u8 x s8) on 512- or 256-bit vectors, AVX2's vpmaddwd (two
+// int16 x int16 of 8-bit values: exact, where vpmaddubsw would saturate its 16-bit pair sums),
+// NEON's sdot (four s8 x s8), or plain widening arithmetic.
 enum class Int8Dot { kNone, kAvx2, kAvxVnni, kAvx512Vnni, kNeonDot };
 // Picks it from what the ISA has (`has("avx512vnni")`), for `vector_bits`-wide code.
 template <typename Has>

@@ -34,7 +34,7 @@ llvm::Value* CodeGenLLVM::emit_call(const ir::CallNode* op) {
   if (op->call_kind == ir::CallKind::Extern) return emit_extern_call(op);
   if (op->name == "address_of") return emit_address_of(op);
   if (op->name == "likely" && op->args.size() == 1) return emit(op->args[0]);  // a hint only
-  if (op->name == "int8_dot4") return emit_int8_dot4(op);
+  if (op->name == "int8_dot") return emit_int8_dot(op);
   if (op->name == "reinterpret" && op->args.size() == 1) {
     // The same bits as another type of one width (ONNX BitCast), through the storage forms:
     // bool is a byte there and bfloat16 16 bits, as in memory.

@@ -40,7 +40,7 @@ struct CodeGenOptions {
   // them (AVX2's vmaskmovps to memory, microcoded on AMD cores; NEON, where LLVM stores lane by
   // lane) a store under a run-time mask first tests the mask: all lanes on, a plain store.
   bool mask_registers = false;
-  // The instruction int8_dot4 becomes where its lanes fit it (codegen_dot.cc).
+  // The instruction int8_dot becomes where its lanes fit it (codegen_dot.cc).
   Int8Dot int8_dot = Int8Dot::kNone;
 };
 
@@ -56,7 +56,7 @@ class CodeGenLLVM {
   void emit_batch_loop(llvm::Function* compute, llvm::Value* args, const std::vector<llvm::Value*>& ptrs);
 
   // ---- int8 dot products (codegen_dot.cc)
-  llvm::Value* emit_int8_dot4(const ir::CallNode* op);
+  llvm::Value* emit_int8_dot(const ir::CallNode* op);
 
   // ---- types and values (codegen_llvm.cc)
   // Type of a value in registers: bool -> i1, bf16 -> float (see codegen_expr.cc), handle -> ptr.

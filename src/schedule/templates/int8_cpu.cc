@@ -14,19 +14,19 @@ using ir::Expr;
 
 te::ops::Int8Layout int8_layout(const Target& target) {
   switch (target.facts.int8_dot) {
-    case Int8Dot::kAvx512Vnni: return {16, DataType::u8()};
-    case Int8Dot::kAvxVnni:
-    case Int8Dot::kAvx2: return {8, DataType::u8()};
-    case Int8Dot::kNeonDot: return {4, DataType::i8()};
+    case Int8Dot::kAvx512Vnni: return {16, DataType::u8(), 4};
+    case Int8Dot::kAvxVnni: return {8, DataType::u8(), 4};
+    case Int8Dot::kAvx2: return {8, DataType::i16(), 2};
+    case Int8Dot::kNeonDot: return {4, DataType::i8(), 4};
     case Int8Dot::kNone: break;
   }
-  return {target.lanes(32), DataType::u8()};
+  return {target.lanes(32), DataType::u8(), 4};
 }
 
 namespace {
 
 // The region's indices with its last one a run of `lanes` elements: the intrinsic's operands
-// are contiguous (a's four channels; b's L x 4 bytes, row-major and whole in its last two dims).
+// are contiguous (a's G channels; b's L x G bytes, row-major and whole in its last two dims).
 std::vector<Expr> run_of(const TensorIntrinBuffer& t, int lanes) {
   std::vector<Expr> idx = t.base;
   idx.back() = ir::ramp(idx.back(), Expr(1), lanes);
@@ -35,43 +35,41 @@ std::vector<Expr> run_of(const TensorIntrinBuffer& t, int lanes) {
 
 }  // namespace
 
-TensorIntrin int8_dot4_intrin(const te::ops::Int8Layout& layout) {
-  const int64_t L = layout.lanes;
-  auto a = te::placeholder({4}, layout.data, "a");
-  auto b = te::placeholder({L, 4}, DataType::i8(), "b");
-  auto k = te::reduce_axis(4, "k");
+TensorIntrin int8_dot_intrin(const te::ops::Int8Layout& layout) {
+  const int64_t L = layout.lanes, G = layout.group;
+  auto a = te::placeholder({G}, layout.data, "a");
+  auto b = te::placeholder({L, G}, DataType::i8(), "b");
+  auto k = te::reduce_axis(G, "k");
   const DataType i32 = DataType::i32();
   auto c = te::compute({L}, [&](ir::Var j) { return te::sum(ir::cast(i32, a(k)) * ir::cast(i32, b(j, k)), {k}); },
                        "c", {"j"});
-  auto emit = [L](bool accumulate) {
-    return [L, accumulate](const std::vector<TensorIntrinBuffer>& in, const std::vector<TensorIntrinBuffer>& out) {
-      KILN_CHECK(in[1].strides.size() >= 2 && in[1].strides[in[1].strides.size() - 2] == 4)
-          << "int8_dot4: the weight block must be [L, 4] row-major";
-      const int lanes = static_cast<int>(L);
+  auto emit = [L, G](bool accumulate) {
+    return [L, G, accumulate](const std::vector<TensorIntrinBuffer>& in, const std::vector<TensorIntrinBuffer>& out) {
+      KILN_CHECK(in[1].strides.size() >= 2 && in[1].strides[in[1].strides.size() - 2] == G)
+          << "int8_dot: the weight block must be [L, " << G << "] row-major";
+      const int lanes = static_cast<int>(L), group = static_cast<int>(G);
       std::vector<Expr> ci = run_of(out[0], lanes);
       Expr acc = accumulate ? ir::buffer_load(out[0].buffer, ci) : ir::make_zero(DataType::i32(lanes));
-      Expr a_run = ir::buffer_load(in[0].buffer, run_of(in[0], 4));
-      Expr b_run = ir::buffer_load(in[1].buffer, run_of(in[1], 4 * lanes));
-      return ir::buffer_store(out[0].buffer, ir::int8_dot4(acc, a_run, b_run), ci);
+      Expr a_run = ir::buffer_load(in[0].buffer, run_of(in[0], group));
+      Expr b_run = ir::buffer_load(in[1].buffer, run_of(in[1], group * lanes));
+      return ir::buffer_store(out[0].buffer, ir::int8_dot(acc, a_run, b_run), ci);
     };
   };
-  return {"int8_dot4", c, emit(false), emit(true)};
+  return {"int8_dot", c, emit(false), emit(true)};
 }
 
 namespace {
 
 // The default tile: `blocks` x `columns` accumulators ranked by the register model among the
 // divisors of `extent` and 1, 2 or 4 blocks dividing nblk, within the register file: beside the
-// accumulators, each weight block and a's broadcast take one register, two in AVX2's form (one
-// per pair of channels, codegen_dot.cc).
+// accumulators, each weight block and a's broadcast take one register.
 std::pair<int64_t, int64_t> default_tile(const Target& target, int64_t nblk, int64_t extent) {
-  const int64_t per_operand = target.facts.int8_dot == Int8Dot::kAvx2 ? 2 : 1;
   std::pair<int64_t, int64_t> best{1, 1};
   std::vector<double> best_rank;
   for (int64_t blocks : {1, 2, 4}) {
     if (nblk % blocks != 0) continue;
     for (int64_t cols = 1; cols <= extent; ++cols) {
-      if (extent % cols != 0 || blocks * cols + per_operand * (blocks + 1) > target.facts.vector_registers) continue;
+      if (extent % cols != 0 || blocks * cols + blocks + 1 > target.facts.vector_registers) continue;
       std::vector<double> rank = tile_rank(target, {blocks, cols});
       if (best_rank.empty() || rank < best_rank) best_rank = rank, best = {blocks, cols};
     }
@@ -104,7 +102,8 @@ void place_operands(Schedule& s, const te::Tensor& blocked, const te::Tensor& re
 std::pair<te::Tensor, te::ops::Int8Layout> blocked_of(const te::Tensor& result, const char* what) {
   te::Tensor blocked = input_with_suffix(result, te::ops::kBlockedSuffix);
   KILN_CHECK(blocked.defined()) << what << ": '" << result.name() << "' is not its op's result";
-  return {blocked, {blocked.shape().back(), input_with_suffix(blocked, te::ops::kInt8PackSuffix).dtype()}};
+  te::Tensor pack = input_with_suffix(blocked, te::ops::kInt8PackSuffix);
+  return {blocked, {blocked.shape().back(), pack.dtype(), pack.shape().back()}};
 }
 
 // The tile knobs: `split` (columns of a conv, rows of a dense) over `extent`, and oc_blocks blocks
@@ -140,12 +139,12 @@ void schedule_conv2d_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Te
   b.set_scope("local");
   b.compute_at(out, owo);
   auto bx = b.op_axis();     // n, block, oy, ox, lane
-  auto r = b.reduce_axis();  // channel quads, ky, kx, the quad's four
+  auto r = b.reduce_axis();  // channel groups, ky, kx, the group's G
   b.reorder({bx[0], bx[2], r[0], r[1], r[2], bx[1], bx[3], bx[4], r[3]});
   b.unroll(bx[1]);
   b.unroll(bx[3]);
   keep_rolled(b, {r[0], r[1], r[2]});
-  b.tensorize(bx[4], int8_dot4_intrin(layout));
+  b.tensorize(bx[4], int8_dot_intrin(layout));
   place_operands(s, blocked, conv);
 }
 
@@ -175,14 +174,14 @@ void schedule_dense_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   b.set_scope("local");
   b.compute_at(out, task);
   auto bx = b.op_axis();     // lead..., m, block, lane
-  auto r = b.reduce_axis();  // quads, the quad's four
+  auto r = b.reduce_axis();  // channel groups, the group's G
   std::vector<ir::IterVar> border(bx.begin(), bx.begin() + lead);
   border.insert(border.end(), {r[0], bx[lead], bx[lead + 1], bx[lead + 2], r[1]});
   b.reorder(border);
   b.unroll(bx[lead]);
   b.unroll(bx[lead + 1]);
   keep_rolled(b, {r[0]});
-  b.tensorize(bx[lead + 2], int8_dot4_intrin(layout));
+  b.tensorize(bx[lead + 2], int8_dot_intrin(layout));
   place_operands(s, blocked, dense);
 }
 

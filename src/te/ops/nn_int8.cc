@@ -16,16 +16,16 @@ Expr c32(int64_t v) { return Expr(static_cast<int>(v)); }
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // What the data's values add to make them the layout's: +128 from int8 to uint8, -128 from
-// uint8 to int8, 0 when they agree.
+// uint8 to int8, 0 when they agree or the layout's int16 holds either.
 int shift_of(DataType x, DataType data) {
-  if (x.is_int() == data.is_int()) return 0;
+  if (data.bits == 16 || x.is_int() == data.is_int()) return 0;
   return data.is_uint() ? 128 : -128;
 }
 
 // v (of x's dtype) as a value of the layout's dtype.
 Expr to_layout(const Expr& v, DataType data) {
   int shift = shift_of(v.dtype(), data);
-  if (shift == 0) return v;
+  if (shift == 0) return data == v.dtype() ? v : ir::cast(data, v);
   return ir::cast(data, ir::cast(DataType::i32(), v) + Expr(shift));
 }
 
@@ -37,16 +37,18 @@ void check_operands(const Tensor& x, const Tensor& w, const Expr& zp, const Int8
                                               << w.dtype().str();
   KILN_USER_CHECK(zp.dtype() == xt) << name << ": the data's zero point must be " << xt.str() << ", got "
                                     << zp.dtype().str();
-  KILN_USER_CHECK(layout.lanes >= 1 && (layout.data == DataType::u8() || layout.data == DataType::i8()))
-      << name << ": bad int8 layout";
+  const bool bytes = layout.group == 4 && (layout.data == DataType::u8() || layout.data == DataType::i8());
+  KILN_USER_CHECK(layout.lanes >= 1 && (bytes || (layout.group == 2 && layout.data == DataType::i16())))
+      << name << ": bad int8 layout (" << layout.group << " channels of " << layout.data.str() << ")";
 }
 
 // sum of the packed weights of each output (row-major over wpack's leading block axis and L).
 Tensor weight_sums_of(const Tensor& wpack, int64_t lanes, const std::string& name) {
+  const int64_t group = wpack.shape().back();
   const std::vector<int64_t>& ws = wpack.shape();
   std::vector<ir::IterVar> axes;
   for (size_t d = 1; d + 2 < ws.size(); ++d) axes.push_back(reduce_axis(ws[d], "s" + std::to_string(d)));
-  axes.push_back(reduce_axis(4, "sk"));
+  axes.push_back(reduce_axis(group, "sk"));
   return compute({ws[0] * lanes}, [&](Var o) {
     std::vector<Expr> idx = {o / c32(lanes)};
     for (size_t d = 0; d + 1 < axes.size(); ++d) idx.push_back(axes[d]->var);
@@ -58,15 +60,15 @@ Tensor weight_sums_of(const Tensor& wpack, int64_t lanes, const std::string& nam
 
 }  // namespace
 
-Tensor pack_int8_weight(const Tensor& w, int64_t lanes, const std::string& name) {
-  const int64_t o = w.shape()[0], c = w.shape()[1], L = lanes;
-  std::vector<int64_t> shape = {round_up(o, L) / L, round_up(c, 4) / 4};
+Tensor pack_int8_weight(const Tensor& w, int64_t lanes, int64_t group, const std::string& name) {
+  const int64_t o = w.shape()[0], c = w.shape()[1], L = lanes, G = group;
+  std::vector<int64_t> shape = {round_up(o, L) / L, round_up(c, G) / G};
   shape.insert(shape.end(), w.shape().begin() + 2, w.shape().end());
   shape.push_back(L);
-  shape.push_back(4);
+  shape.push_back(G);
   return compute(shape, [&](const std::vector<Var>& v) {
-    const size_t taps = v.size() - 4;  // the kernel window's dims between the blocks and (L, 4)
-    Expr oo = v[0] * c32(L) + v[taps + 2], ci = v[1] * c32(4) + v[taps + 3];
+    const size_t taps = v.size() - 4;  // the kernel window's dims between the blocks and (L, G)
+    Expr oo = v[0] * c32(L) + v[taps + 2], ci = v[1] * c32(G) + v[taps + 3];
     Expr inside = ir::logical_and(oo < c32(o), ci < c32(c));
     std::vector<Expr> idx = {ir::min(oo, c32(o - 1)), ir::min(ci, c32(c - 1))};
     for (size_t d = 0; d < taps; ++d) idx.push_back(v[2 + d]);
@@ -79,7 +81,7 @@ Tensor conv2d_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, c
   check_operands(x, w, x_zero_point, layout, name);
   KILN_USER_CHECK(w.ndim() == 4 && w.shape()[1] == x.shape()[1] && x.ndim() == 4)
       << name << ": weight '" << w.name() << "' must be [OC, C, KY, KX] over data '" << x.name() << "' [N, C, H, W]";
-  return conv2d_int8_packed(x, pack_int8_weight(w, layout.lanes, name), w.shape()[0], x_zero_point, a, layout,
+  return conv2d_int8_packed(x, pack_int8_weight(w, layout.lanes, layout.group, name), w.shape()[0], x_zero_point, a, layout,
                             name, weight_sums);
 }
 
@@ -89,8 +91,8 @@ Tensor conv2d_int8_packed(const Tensor& x, const Tensor& wpack, int64_t oc, cons
   KILN_USER_CHECK(a.dims() == 2 && a.groups == 1 && x.ndim() == 4 && wpack.ndim() == 6)
       << name << ": 2-d convolutions of one group only (data " << x.name() << ", weight " << wpack.name() << ")";
   const int64_t n = x.shape()[0], c = x.shape()[1], ky = wpack.shape()[2], kx = wpack.shape()[3];
-  const int64_t L = layout.lanes, c4 = wpack.shape()[1], nblk = wpack.shape()[0];
-  KILN_USER_CHECK(c4 == round_up(c, 4) / 4 && wpack.shape()[4] == L && nblk * L >= oc)
+  const int64_t L = layout.lanes, G = layout.group, cg = wpack.shape()[1], nblk = wpack.shape()[0];
+  KILN_USER_CHECK(cg == round_up(c, G) / G && wpack.shape()[4] == L && wpack.shape()[5] == G && nblk * L >= oc)
       << name << ": packed weight '" << wpack.name() << "' does not fit data '" << x.name() << "'";
   int64_t out[2];
   for (int i = 0; i < 2; ++i) {
@@ -101,15 +103,15 @@ Tensor conv2d_int8_packed(const Tensor& x, const Tensor& wpack, int64_t oc, cons
     out[i] = (padded - ext) / a.strides[i] + 1;
   }
   // Channels past C and the spatial border hold the zero point: (zp - zp) * w adds nothing.
-  Tensor padded = pad_masked(x, {0, 0, a.padding[0], a.padding[1]}, {0, c4 * 4 - c, a.padding[2], a.padding[3]},
+  Tensor padded = pad_masked(x, {0, 0, a.padding[0], a.padding[1]}, {0, cg * G - c, a.padding[2], a.padding[3]},
                              x_zero_point, name + kPadSuffix);
   const int64_t hp = padded.shape()[2], wp = padded.shape()[3];
-  Tensor pack = compute({n, c4, hp, wp, 4}, [&](Var b, Var cb, Var h, Var ww, Var k) {
-    return to_layout(padded(b, cb * c32(4) + k, h, ww), layout.data);
+  Tensor pack = compute({n, cg, hp, wp, G}, [&](Var b, Var cb, Var h, Var ww, Var k) {
+    return to_layout(padded(b, cb * c32(G) + k, h, ww), layout.data);
   }, name + kInt8PackSuffix);
   Tensor wsum = weight_sums.defined() ? weight_sums : weight_sums_of(wpack, L, name);
 
-  auto rc = reduce_axis(c4, "rc"), ry = reduce_axis(ky, "ry"), rx = reduce_axis(kx, "rx"), rk = reduce_axis(4, "rk");
+  auto rc = reduce_axis(cg, "rc"), ry = reduce_axis(ky, "ry"), rx = reduce_axis(kx, "rx"), rk = reduce_axis(G, "rk");
   const DataType i32 = DataType::i32();
   Tensor blocked = compute({n, nblk, out[0], out[1], L}, [&](Var b, Var blk, Var oy, Var ox, Var j) {
     Expr y = oy * c32(a.strides[0]) + ry * c32(a.dilation[0]);
@@ -128,25 +130,25 @@ Tensor dense_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, co
   check_operands(x, w, x_zero_point, layout, name);
   KILN_USER_CHECK(x.ndim() >= 2 && w.ndim() == 2 && w.shape()[1] == x.shape().back())
       << name << ": data '" << x.name() << "' [..., M, K] and weight '" << w.name() << "' [N, K] disagree on K";
-  return dense_int8_packed(x, pack_int8_weight(w, layout.lanes, name), w.shape()[0], x_zero_point, layout, name,
+  return dense_int8_packed(x, pack_int8_weight(w, layout.lanes, layout.group, name), w.shape()[0], x_zero_point, layout, name,
                            weight_sums);
 }
 
 Tensor dense_int8_packed(const Tensor& x, const Tensor& wpack, int64_t nout, const Expr& x_zero_point,
                          const Int8Layout& layout, const std::string& name, const Tensor& weight_sums) {
-  const int64_t k = x.shape().back(), L = layout.lanes;
-  const int64_t k4 = round_up(k, 4) / 4, nblk = wpack.shape()[0];
-  KILN_USER_CHECK(x.ndim() >= 2 && wpack.ndim() == 4 && wpack.shape()[1] == k4 && wpack.shape()[2] == L &&
-                  nblk * L >= nout)
+  const int64_t k = x.shape().back(), L = layout.lanes, G = layout.group;
+  const int64_t kg = round_up(k, G) / G, nblk = wpack.shape()[0];
+  KILN_USER_CHECK(x.ndim() >= 2 && wpack.ndim() == 4 && wpack.shape()[1] == kg && wpack.shape()[2] == L &&
+                  wpack.shape()[3] == G && nblk * L >= nout)
       << name << ": packed weight '" << wpack.name() << "' does not fit data '" << x.name() << "'";
   const size_t lead = x.ndim() - 1;
   std::vector<int64_t> pshape(x.shape().begin(), x.shape().end() - 1);
-  pshape.push_back(k4);
-  pshape.push_back(4);
+  pshape.push_back(kg);
+  pshape.push_back(G);
   Tensor pack = compute(pshape, [&](const std::vector<Var>& v) {
     std::vector<Expr> idx(v.begin(), v.begin() + lead);
-    Expr kk = v[lead] * c32(4) + v[lead + 1];
-    if (k % 4 == 0) {
+    Expr kk = v[lead] * c32(G) + v[lead + 1];
+    if (k % G == 0) {
       idx.push_back(kk);
       return to_layout(x(idx), layout.data);
     }
@@ -155,7 +157,7 @@ Tensor dense_int8_packed(const Tensor& x, const Tensor& wpack, int64_t nout, con
   }, name + kInt8PackSuffix);
   Tensor wsum = weight_sums.defined() ? weight_sums : weight_sums_of(wpack, L, name);
 
-  auto rb = reduce_axis(k4, "rb"), rk = reduce_axis(4, "rk");
+  auto rb = reduce_axis(kg, "rb"), rk = reduce_axis(G, "rk");
   const DataType i32 = DataType::i32();
   std::vector<int64_t> bshape(x.shape().begin(), x.shape().end() - 1);
   bshape.push_back(nblk);

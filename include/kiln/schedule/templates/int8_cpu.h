@@ -1,9 +1,9 @@
 // CPU schedules of the integer conv and dense (te/ops/nn_int8.h), tensorized onto the target's
 // int8 dot-product instruction.
 //
-// The innermost two loops of the blocked reduction, L output lanes x four input channels, are
-// one int8_dot4 (ir/expr.h; vpdpbusd, AVX2's vpmaddwd, NEON's sdot: codegen_dot.cc), through
-// the tensor intrinsic int8_dot4_intrin. Around it, as the float conv (conv2d_cpu.h): a register
+// The innermost two loops of the blocked reduction, L output lanes x G input channels, are
+// one int8_dot (ir/expr.h; vpdpbusd, AVX2's vpmaddwd, NEON's sdot: codegen_dot.cc), through
+// the tensor intrinsic int8_dot_intrin. Around it, as the float conv (conv2d_cpu.h): a register
 // tile of owr output columns x oc_blocks blocks of L channels accumulates in registers (scope
 // "local" at the tile), the channel and window loops outside the tile, the tile written out
 // through the zero-point correction and whatever tail was inlined (requantization).
@@ -22,13 +22,14 @@
 
 namespace kiln::schedule {
 
-// The layout of the target's int8 dot product: vpdpbusd on 512-bit vectors 16 lanes of uint8
-// data, AVX-VNNI and AVX2 8 lanes of uint8, NEON's sdot 4 lanes of int8; without one, the
-// vector width's int32 lanes of uint8 (plain widening code).
+// The layout of the target's int8 dot product: vpdpbusd on 512-bit vectors 16 lanes of four
+// uint8 channels, AVX-VNNI 8 lanes of four uint8, AVX2 8 lanes of two int16 (vpmaddwd: the data
+// widened once where it is packed, not per product), NEON's sdot 4 lanes of four int8; without
+// one, the vector width's int32 lanes of four uint8 (plain widening code).
 te::ops::Int8Layout int8_layout(const Target& target);
 
-// c[j] (+)= sum_k a[k] * b[j, k], j < L, k < 4: a [4] of layout.data, b [L, 4] int8, c int32.
-TensorIntrin int8_dot4_intrin(const te::ops::Int8Layout& layout);
+// c[j] (+)= sum_k a[k] * b[j, k], j < L, k < G: a [G] of layout.data, b [L, G] int8, c int32.
+TensorIntrin int8_dot_intrin(const te::ops::Int8Layout& layout);
 
 // `conv` is what conv2d_int8 returned; `tiled` the stage of its shape carrying the tile loops
 // (conv itself or the group's output with the tail). As schedule_conv_cpu.

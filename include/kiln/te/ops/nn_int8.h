@@ -4,16 +4,17 @@
 //   out[n, oc, y, x] = sum (x[n, c, y', x'] - x_zero_point) * w[oc, c, ky, kx]   (conv2d_int8)
 //   out[..., m, n]   = sum_k (x[..., m, k] - x_zero_point) * w[n, k]             (dense_int8)
 //
-// They compute in the layouts the int8_dot4 intrinsic reads (ir/expr.h: four products per
-// int32 lane), so a CPU schedule can tensorize the innermost (lane, four channels) loops onto
-// vpdpbusd, AVX2's vpmaddwd or NEON's sdot (schedule/templates/int8_cpu.h):
+// They compute in the layouts the int8_dot intrinsic reads (ir/expr.h: G products per int32
+// lane, G the layout's group of channels), so a CPU schedule can tensorize the innermost (lane,
+// G channels) loops onto vpdpbusd, AVX2's vpmaddwd or NEON's sdot (schedule/templates/int8_cpu.h):
 //
-//   <name>.pack     the data shifted to Int8Layout::data (uint8 for vpdpbusd's unsigned operand:
-//                   x + 128 from int8; int8 for sdot: x - 128 from uint8) in blocks of four
-//                   channels [N, C/4, H', W', 4] (conv: padded with the zero point) or
-//                   [..., M, K/4, 4] (dense); channels past C hold the zero point
-//   <name>.wpack    w as [OC/L, C/4, KY, KX, L, 4] (conv) or [N/L, K/4, L, 4] (dense): for one
-//                   block of L outputs and four channels, 4L contiguous bytes; zero-padded; it
+//   <name>.pack     the data as Int8Layout::data (uint8 for vpdpbusd's unsigned operand:
+//                   x + 128 from int8; int8 for sdot: x - 128 from uint8; int16 for vpmaddwd,
+//                   either unshifted) in blocks of G channels [N, C/G, H', W', G] (conv: padded
+//                   with the zero point) or [..., M, K/G, G] (dense); channels past C hold the
+//                   zero point
+//   <name>.wpack    w as [OC/L, C/G, KY, KX, L, G] (conv) or [N/L, K/G, L, G] (dense): for one
+//                   block of L outputs and G channels, G*L contiguous bytes; zero-padded; it
 //                   reads only the weight (precomputed for a constant one)
 //   <name>.wsum     sum of each output's weights [OC/L * L]: the zero point's share,
 //                   subtracted once per output instead of once per product
@@ -39,8 +40,9 @@ inline constexpr const char* kInt8WeightSumSuffix = ".wsum";
 
 // Picked from the target's dot-product instruction by schedule/templates/int8_cpu.h.
 struct Int8Layout {
-  int64_t lanes = 16;                     // L: int32 outputs of one int8_dot4
-  ir::DataType data = ir::DataType::u8();  // what int8_dot4's `a` operand is
+  int64_t lanes = 16;                     // L: int32 outputs of one int8_dot
+  ir::DataType data = ir::DataType::u8();  // what int8_dot's `a` operand is: uint8, int8 or int16
+  int64_t group = 4;                      // G: channels per int32 lane, 4 (8-bit data) or 2 (int16)
 };
 
 // x [N, C, H, W] int8/uint8, w [OC, C, KY, KX] int8 (groups 1), x_zero_point of x's dtype
@@ -50,7 +52,7 @@ struct Int8Layout {
 Tensor conv2d_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const ConvNdAttrs& a,
                    const Int8Layout& layout, const std::string& name = "conv_int8",
                    const Tensor& weight_sums = Tensor());
-// conv2d_int8 with w already packed [OC/L, C/4, KY, KX, L, 4] (lower/weight_packing.h);
+// conv2d_int8 with w already packed [OC/L, C/G, KY, KX, L, G] (lower/weight_packing.h);
 // `oc` output channels, `c` input channels.
 Tensor conv2d_int8_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, const ir::Expr& x_zero_point,
                           const ConvNdAttrs& a, const Int8Layout& layout, const std::string& name,
@@ -59,13 +61,13 @@ Tensor conv2d_int8_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, c
 // x [..., M, K] int8/uint8, w [N, K] int8 -> int32 [..., M, N]; weight_sums as above, [N].
 Tensor dense_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const Int8Layout& layout,
                   const std::string& name = "dense_int8", const Tensor& weight_sums = Tensor());
-// dense_int8 with w already packed [N/L, K/4, L, 4]; `n` outputs.
+// dense_int8 with w already packed [N/L, K/G, L, G]; `n` outputs.
 Tensor dense_int8_packed(const Tensor& x, const Tensor& w_packed, int64_t n, const ir::Expr& x_zero_point,
                          const Int8Layout& layout, const std::string& name, const Tensor& weight_sums);
 
-// A weight [O, C, K...] (conv [OC, C, KY, KX], dense [N, K]) packed [O/L, C/4, K..., L, 4] as a
+// A weight [O, C, K...] (conv [OC, C, KY, KX], dense [N, K]) packed [O/L, C/G, K..., L, G] as a
 // te stage (<name>.wpack), zero-padded; lower/weight_packing.h's pack_int8_weight packs a
 // constant one the same way at compile time.
-Tensor pack_int8_weight(const Tensor& w, int64_t lanes, const std::string& name);
+Tensor pack_int8_weight(const Tensor& w, int64_t lanes, int64_t group, const std::string& name);
 
 }  // namespace kiln::te::ops
