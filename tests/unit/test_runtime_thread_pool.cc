@@ -55,13 +55,13 @@ TEST_CASE("parallel_for runs every task exactly once", "[runtime]") {
   }
 }
 
-TEST_CASE("parallel_for with num_tasks <= 0 uses one task per thread", "[runtime]") {
+TEST_CASE("parallel_for with num_tasks <= 0 uses four tasks per thread", "[runtime]") {
   RestoreThreads restore;
   kiln_set_num_threads(3);
-  Counts c(3);
+  Counts c(12);
   REQUIRE(kiln_parallel_for(count_task, &c, 0) == 0);
-  REQUIRE(c.reported_num_tasks.load() == 3);
-  for (int t = 0; t < 3; ++t) REQUIRE(c.hits[t].load() == 1);
+  REQUIRE(c.reported_num_tasks.load() == 12);
+  for (int t = 0; t < 12; ++t) REQUIRE(c.hits[t].load() == 1);
 }
 
 TEST_CASE("parallel_for uses several threads and the caller runs task 0", "[runtime]") {

@@ -20,8 +20,9 @@ extern "C" {
 typedef int32_t (*kiln_kernel_fn)(void* const* args, int32_t num_args);
 
 /* Runs body(task_id, num_tasks, closure) for task_id in [0, num_tasks) on the thread pool,
- * the calling thread taking part; returns when all tasks are done. num_tasks <= 0 means one
- * task per pool thread. Returns 0, or the first non-zero value a task returned. */
+ * the calling thread taking part; returns when all tasks are done. num_tasks <= 0 means four
+ * tasks per pool thread (claimed as threads come free, so one slowed thread does not hold up
+ * the loop). Returns 0, or the first non-zero value a task returned. */
 typedef int32_t (*kiln_parallel_body)(int32_t task_id, int32_t num_tasks, void* closure);
 int32_t kiln_parallel_for(kiln_parallel_body body, void* closure, int32_t num_tasks);
 

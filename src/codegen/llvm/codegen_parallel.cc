@@ -2,7 +2,7 @@
 //
 // `for (i = min; i < min + extent; ++i) parallel BODY` becomes
 //   closure = {min, extent, every outer value BODY uses}
-//   rc = kiln_parallel_for(NAME.parK, &closure, 0)      // 0: one task per pool thread
+//   rc = kiln_parallel_for(NAME.parK, &closure, 0)      // 0: the runtime picks (four per pool thread)
 //   if (rc != 0) return rc;
 // where NAME.parK(task, num_tasks, closure) unpacks the closure and calls
 //   NAME.parK.body(task, num_tasks, min, extent, captures...)
