@@ -106,7 +106,14 @@ TEST_CASE("int8 conv2d tensorized onto the target's dot product is exact at each
         if (ci == 0) {
           std::string text = m.assembly();
           if (target.facts.int8_dot == Int8Dot::kAvx512Vnni && xt.is_uint()) CHECK(test::contains(text, "vpdpbusd"));
-          if (target.facts.int8_dot == Int8Dot::kAvx2) CHECK(test::contains(text, "vpmaddwd"));
+          if (target.facts.int8_dot == Int8Dot::kAvx2) {
+            // The pair form: a column's two int16 channels one broadcast load, a weight block one
+            // sign extension; the byte shuffles of a four-channel form would show as vpshufb.
+            CHECK(test::contains(text, "vpmaddwd"));
+            CHECK(test::contains(text, "vpbroadcastd"));
+            CHECK(test::contains(text, "vpmovsxbw"));
+            CHECK_FALSE(test::contains(text, "vpshufb"));
+          }
           CHECK_FALSE(test::contains(text, "vpmaddubsw"));
         }
       }
