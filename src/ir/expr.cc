@@ -341,8 +341,9 @@ Expr int8_dot(Expr acc, Expr a, Expr b) {
   const bool bytes = a.dtype().bits == 8 && a.dtype().is_integer() && group == 4;
   KILN_USER_CHECK(bytes || a.dtype() == DataType::i16(2))
       << "int8_dot: a must be 4 lanes of int8 or uint8, or 2 of int16, got " << a.dtype().str();
-  KILN_USER_CHECK(b.dtype() == DataType::i8(group * lanes))
-      << "int8_dot: b must be " << group * lanes << " lanes of int8, got " << b.dtype().str();
+  KILN_USER_CHECK(b.dtype() == DataType::i8(group * lanes) || (!bytes && b.dtype() == DataType::i16(group * lanes)))
+      << "int8_dot: b must be " << group * lanes << " lanes of int8 (or int16 with an int16 a), got "
+      << b.dtype().str();
   const DataType t = acc.dtype();
   return make_intrinsic(t, "int8_dot", {std::move(acc), std::move(a), std::move(b)});
 }

@@ -70,6 +70,32 @@ relay::HostTensor pack_winograd_weight(const relay::HostTensor& w, int64_t co) {
   return relay::HostTensor(relay::DataType::f32(), {16, nblk, c, co}, u.data());
 }
 
+relay::HostTensor pack_winograd_int8_weight(const relay::HostTensor& w, int64_t lanes) {
+  KILN_USER_CHECK(w.rank() == 4 && w.shape()[2] == 3 && w.shape()[3] == 3 && w.dtype() == relay::DataType::i8() &&
+                  lanes >= 1)
+      << "pack_winograd_int8_weight: weight " << w.type().str() << " is not int8 [OC, C, 3, 3]";
+  // 2G of F(2x2, 3x3), integer: U' = (2G) g (2G)t = 4 G g Gt (te/ops/nn_winograd.h).
+  constexpr int kG2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+  const int64_t oc = w.shape()[0], c = w.shape()[1], nblk = (oc + lanes - 1) / lanes, cp = (c + 1) / 2;
+  const int8_t* g = w.data_as<int8_t>();
+  std::vector<int16_t> u(static_cast<size_t>(16 * nblk * cp * lanes * 2), 0);
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t ci = 0; ci < c; ++ci) {
+      const int8_t* k = g + (o * c + ci) * 9;
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          int v = 0;
+          for (int r = 0; r < 3; ++r)
+            for (int q = 0; q < 3; ++q) v += kG2[i][r] * kG2[j][q] * k[r * 3 + q];
+          u[static_cast<size_t>((((i * 4 + j) * nblk + o / lanes) * cp + ci / 2) * lanes * 2 + (o % lanes) * 2 + ci % 2)] =
+              static_cast<int16_t>(v);
+        }
+      }
+    }
+  }
+  return relay::HostTensor(relay::DataType::i16(), {16, nblk, cp, lanes, 2}, u.data());
+}
+
 relay::HostTensor pack_int8_weight(const relay::HostTensor& w, int64_t lanes, int64_t group) {
   KILN_USER_CHECK(w.rank() >= 2 && w.dtype() == relay::DataType::i8() && lanes >= 1 && group >= 1)
       << "pack_int8_weight: weight " << w.type().str() << " is not int8 [O, C, K...]";

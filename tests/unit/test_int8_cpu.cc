@@ -16,6 +16,7 @@
 #include "kiln/schedule/templates/int8_cpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_int8.h"
+#include "kiln/te/ops/nn_winograd.h"
 #include "test_codegen_util.h"
 
 using namespace kiln;
@@ -116,6 +117,50 @@ TEST_CASE("int8 conv2d tensorized onto the target's dot product is exact at each
           }
           CHECK_FALSE(test::contains(text, "vpmaddubsw"));
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("int8 Winograd conv2d on int16 pairs is exact, at the extremes too", "[int8]") {
+  if (!Target::host().is_x86()) return;
+  // AVX2's vpmaddwd (x86-64-v3) and the plain widening form (x86-64-v2) of the same int16 dots.
+  const std::vector<ConvCase> cases = {{16, 9, 9, 20, 3, 1, 1}, {5, 8, 8, 17, 3, 1, 1}, {64, 14, 14, 64, 3, 1, 0},
+                                       {9, 7, 10, 8, 3, 1, 1}};
+  for (const std::string& cpu : {"x86-64-v3", "x86-64-v2"}) {
+    Target target = Target::parse("llvm -mcpu=" + cpu);
+    for (ir::DataType xt : {kU8, kI8}) {
+      for (size_t ci = 0; ci < cases.size(); ++ci) {
+        const ConvCase& q = cases[ci];
+        // Case 2 at the extremes: x - zp = 255 or -255 everywhere against weights of -128, the
+        // largest transformed operands (|V| = 1020, |U'| = 1152).
+        const bool extreme = ci == 2;
+        const int zp = extreme ? (xt.is_uint() ? 0 : 127) : (xt.is_uint() ? 131 : -7);
+        te::Tensor x = te::placeholder({1, q.c, q.h, q.w}, xt, "x");
+        te::Tensor w = te::placeholder({q.oc, q.c, 3, 3}, kI8, "w");
+        te::ops::ConvNdAttrs a;
+        a.strides = {1, 1};
+        a.padding = {q.pad, q.pad, q.pad, q.pad};
+        a.dilation = {1, 1};
+        te::Tensor u = te::ops::winograd_int8_weight_transform(w, 8, "conv");
+        te::Tensor conv = te::ops::conv2d_winograd_int8_packed(x, ir::make_const(xt, zp), u, q.oc, a, "conv");
+        schedule::Config cfg;
+        schedule::Schedule s = schedule::create({conv});
+        schedule::schedule_conv_winograd_int8_cpu(s, conv, conv, target, cfg);
+        codegen::Module m = codegen::build(s, {x, w, conv}, target, "conv");
+        INFO(cpu << ", " << xt.str() << " data, case " << ci << ", config " << cfg.str());
+        int fill_x = extreme ? (xt.is_uint() ? 255 : -128) : 1000, fill_w = extreme ? -128 : 1000;
+        std::vector<int> xv = values(q.c * q.h * q.w, xt, 11 + ci, fill_x), wv = values(q.oc * q.c * 9, kI8, 13 + ci, fill_w);
+        NDArray X = array_of({1, q.c, q.h, q.w}, xt, xv), W = array_of({q.oc, q.c, 3, 3}, kI8, wv);
+        NDArray Y = NDArray::empty(conv.shape(), runtime::make_dtype(kDLInt, 32));
+        test::run(m, "conv", {X, W, Y});
+        std::vector<int32_t> got = Y.to_vector<int32_t>();
+        std::vector<int64_t> want = conv_reference(q, xv, zp, wv);
+        REQUIRE(got.size() == want.size());
+        size_t wrong = 0;
+        for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
+        CHECK(wrong == 0);
+        if (cpu == std::string("x86-64-v3") && ci == 0) CHECK(test::contains(m.assembly(), "vpmaddwd"));
       }
     }
   }

@@ -348,7 +348,9 @@ Expr call_extern(DataType t, const std::string& name, std::vector<Expr> args);
 // The int8 dot product of int8 kernels: acc[j] + sum_{k<G} a[k] * b[G*j + k] for j < L, exact
 // in int32; acc int32 x L, b int8 x G*L, and a the group of G channels: int8 or uint8 x 4, or
 // int16 x 2 holding 8-bit values (AVX2's form: two 16-bit values are one vpmaddwd operand, so a
-// broadcast is one load; CPU targets: codegen_dot.cc).
+// broadcast is one load; CPU targets: codegen_dot.cc). With an int16 a, b may be int16 too (an
+// integer Winograd conv's transformed operands, te/ops/nn_winograd.h): exact while no two
+// products are both (-32768)^2.
 Expr int8_dot(Expr acc, Expr a, Expr b);
 Expr buffer_load(Buffer b, std::vector<Expr> indices);
 Expr producer_load(Producer p, std::vector<Expr> indices);

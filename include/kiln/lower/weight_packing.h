@@ -21,6 +21,10 @@ relay::HostTensor pack_dense_weight(const relay::HostTensor& w, int64_t nr, int6
 // [16, OC/co, C, co] (channels past OC are zero), computed in double.
 relay::HostTensor pack_winograd_weight(const relay::HostTensor& w, int64_t co);
 
+// The exact integer Winograd filter transform of an int8 weight [OC, C, 3, 3] -> U' = (2G) g
+// (2G)t as int16 [16, OC/L, C/2, L, 2] (zero past OC and C; te/ops/nn_winograd.h).
+relay::HostTensor pack_winograd_int8_weight(const relay::HostTensor& w, int64_t lanes);
+
 // An int8 weight [O, C, K...] (conv [OC, C, KY, KX] or dense [N, K]) -> [O/L, C/G, K..., L, G],
 // zero-padded: L outputs x G channels contiguous for int8_dot (te/ops/nn_int8.h).
 relay::HostTensor pack_int8_weight(const relay::HostTensor& w, int64_t lanes, int64_t group);

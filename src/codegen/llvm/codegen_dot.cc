@@ -7,7 +7,8 @@
 //    a's four bytes broadcast as one 32-bit value.
 //  - AVX2 (L = 8), a int16 x 2: a's two 16-bit values broadcast as one 32-bit word (one
 //    vpbroadcastd from memory), b's bytes sign-extended to 16 bits (one vpmovsxbw, shared by
-//    every column of a tile), one vpmaddwd summing each lane's two products into its 32 bits.
+//    every column of a tile; an int16 b is used as it is), one vpmaddwd summing each lane's two
+//    products into its 32 bits.
 //    vpmaddubsw, which reads bytes and would spare the widening, saturates its 16-bit pair
 //    sums (255 * 127 * 2 overflows), so it is not used.
 //  - NEON with the dot-product extension (L = 4), a int8 x 4: one sdot, a broadcast as above.
@@ -72,7 +73,8 @@ llvm::Value* CodeGenLLVM::emit_int8_dot(const ir::CallNode* op) {
   if (!a_bytes && lanes == 8 && x86) {
     llvm::Type* i16x16 = llvm::FixedVectorType::get(B.getInt16Ty(), 16);
     llvm::Value* aw = B.CreateBitCast(broadcast_word(B, a, 8), i16x16);
-    llvm::Value* prod = B.CreateIntrinsic(I::x86_avx2_pmadd_wd, {}, {B.CreateSExt(b, i16x16), aw});
+    llvm::Value* bw = op->args[2].dtype().bits == 16 ? b : B.CreateSExt(b, i16x16);
+    llvm::Value* prod = B.CreateIntrinsic(I::x86_avx2_pmadd_wd, {}, {bw, aw});
     return B.CreateAdd(acc, prod);
   }
   llvm::Type* i32xgl = llvm::FixedVectorType::get(B.getInt32Ty(), group * lanes);

@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/schedule/templates/conv2d_cpu.h"
 #include "kiln/schedule/templates/register_tile.h"
 #include "kiln/support/error.h"
+#include "kiln/te/ops/nn_winograd.h"
 #include "kiln/te/reduce.h"
 
 namespace kiln::schedule {
@@ -35,10 +37,10 @@ std::vector<Expr> run_of(const TensorIntrinBuffer& t, int lanes) {
 
 }  // namespace
 
-TensorIntrin int8_dot_intrin(const te::ops::Int8Layout& layout) {
+TensorIntrin int8_dot_intrin(const te::ops::Int8Layout& layout, DataType weight) {
   const int64_t L = layout.lanes, G = layout.group;
   auto a = te::placeholder({G}, layout.data, "a");
-  auto b = te::placeholder({L, G}, DataType::i8(), "b");
+  auto b = te::placeholder({L, G}, weight, "b");
   auto k = te::reduce_axis(G, "k");
   const DataType i32 = DataType::i32();
   auto c = te::compute({L}, [&](ir::Var j) { return te::sum(ir::cast(i32, a(k)) * ir::cast(i32, b(j, k)), {k}); },
@@ -183,6 +185,90 @@ void schedule_dense_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
   keep_rolled(b, {r[0]});
   b.tensorize(bx[lead + 2], int8_dot_intrin(layout));
   place_operands(s, blocked, dense);
+}
+
+void schedule_conv_winograd_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv,
+                                     const Target& target, Config& cfg) {
+  te::Tensor yt = input_with_suffix(conv, te::ops::kWinogradOutSuffix);
+  te::Tensor m = yt.defined() ? input_with_suffix(yt, te::ops::kWinogradGemmSuffix) : te::Tensor();
+  te::Tensor v = m.defined() ? input_with_suffix(m, te::ops::kWinogradInSuffix) : te::Tensor();
+  KILN_CHECK(v.defined()) << "schedule_conv_winograd_int8_cpu: '" << conv.name() << "' is not an integer Winograd conv2d";
+  KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv_winograd_int8_cpu: the tiled stage must have the conv's shape";
+  te::Tensor pad = input_with_suffix(v, te::ops::kPadSuffix);
+  const int64_t nblk = m.shape()[2], tw = m.shape()[4], L = m.shape()[5], cp = v.shape()[2], ow = conv.shape()[3];
+  const te::ops::Int8Layout layout{L, DataType::i16(), 2};
+
+  // The reductions' register tile: oc_blocks blocks of L outputs x tile_tw tiles of a row, as
+  // the direct int8 conv's (default_tile); a row's last tile may overhang.
+  auto [dblocks, dcols] = default_tile(target, nblk, tw);
+  const int64_t max_tw = target.facts.vector_registers - 2;
+  std::vector<int64_t> overhanging;
+  for (int64_t t = 2; t <= std::min(max_tw, tw - 1); ++t)
+    if (tw % t != 0) overhanging.push_back(t);
+  int64_t twr = cfg.define_split("tile_tw", tw, 2, {(tw + dcols - 1) / dcols, dcols}, max_tw, overhanging)[1];
+  int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, dblocks);
+  while (nblk % ocp != 0) ocp /= 2;
+  int64_t pref = ow % L == 0 ? L : largest_divisor(ow, max_tw);
+  int64_t owr = cfg.define_split("tile_ow", ow, 2, {ow / pref, pref}, std::max<int64_t>(16, L))[1];
+  // What a parallel task covers, as the float Winograd conv (winograd_cpu.cc): a row of tiles
+  // for all outputs, or oc_blocks blocks for the whole image once U' is over 1 MiB.
+  int64_t u_bytes = 16 * cp * nblk * L * 2 * 2;
+  bool by_channels = cfg.define_knob("task_over", {0, 1}, u_bytes > (int64_t{1} << 20) ? 1 : 0) == 1;
+
+  if (!conv.same_as(tiled)) s[conv].compute_inline();
+  Stage out = s[tiled];
+  auto ax = out.op_axis();  // n, oc, oh, ow
+  auto [ob, oci] = out.split(ax[1], L);
+  auto [th, hi] = out.split(ax[2], 2);
+  auto [owo, owi] = out.split(ax[3], owr);
+  ir::IterVar task;
+  if (by_channels) {
+    auto [obt, obi] = out.split(ob, ocp);
+    out.reorder({ax[0], obt, th, obi, owo, hi, oci, owi});
+    task = fuse_parallel(out, {ax[0], obt});
+  } else {
+    out.reorder({ax[0], th, ob, owo, hi, oci, owi});
+    task = fuse_parallel(out, {ax[0], th});
+  }
+  out.unroll(owi);
+
+  Stage sy = s[yt];
+  sy.set_scope("local");
+  sy.compute_at(out, owo);
+  auto yx = sy.op_axis();  // n, block, tile row, hi, column, lane
+  sy.unroll(yx[3]);
+  sy.unroll(yx[4]);
+  sy.vectorize(yx[5]);
+
+  // The 16 reductions over channel pairs, each a register tile tensorized onto int8_dot.
+  Stage sm = s[m];
+  sm.set_scope("local");
+  sm.compute_at(out, task);
+  auto mx = sm.op_axis();    // n, e, block, tile row, tile column, lane
+  auto r = sm.reduce_axis();  // channel pairs, the pair's two
+  auto [obo, obi] = sm.split(mx[2], ocp);
+  auto [two, twi] = sm.split(mx[4], twr);
+  sm.reorder({mx[0], mx[3], mx[1], obo, two, r[0], obi, twi, mx[5], r[1]});
+  sm.unroll(obi);
+  sm.unroll(twi);
+  keep_rolled(sm, {r[0]});
+  sm.tensorize(mx[5], int8_dot_intrin(layout, DataType::i16()));
+
+  // The input transform: per channel pair and tile row, all 16 outputs of each tile (they share
+  // its 4x4 x 2 loads), the pair's two innermost (LLVM interleaves them across tiles).
+  Stage sv = s[v];
+  sv.set_scope(by_channels ? "global" : "local");
+  if (by_channels) sv.compute_root();
+  else sv.compute_at(out, task);
+  auto vx = sv.op_axis();  // n, e, channel pair, tile row, tile column, the pair's two
+  sv.reorder({vx[0], vx[2], vx[3], vx[4], vx[1], vx[5]});
+  sv.unroll(vx[1]);
+  sv.unroll(vx[5]);
+  if (by_channels) fuse_parallel(sv, {vx[0], vx[2]});
+
+  place_pad(s, pad, out, task, true, 1);
+  // A filter transformed per call (a weight that is no compile-time constant): once, at the root.
+  compute_root_parallel(s, input_with_suffix(m, te::ops::kPackSuffix), 1);
 }
 
 }  // namespace kiln::schedule

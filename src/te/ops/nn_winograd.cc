@@ -43,6 +43,23 @@ Expr pick(const Expr& index, const std::vector<Expr>& cases) {
   return e;
 }
 
+// 2G: the filter transform doubled, integer.
+constexpr int kG2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+
+// The padded extent of a Winograd conv's input, checking its attributes (shared by both forms).
+struct WinogradTiles {
+  int64_t oh, ow, th, tw;
+};
+
+WinogradTiles winograd_tiles(const Tensor& x, const ConvNdAttrs& a, const std::string& name) {
+  const std::vector<int64_t> ones(2, 1);
+  KILN_USER_CHECK(a.dims() == 2 && a.groups == 1 && a.strides == ones && a.dilation == ones && a.padding.size() == 4)
+      << name << ": the Winograd form is for stride 1, dilation 1, one group";
+  int64_t oh = x.shape()[2] + a.padding[0] + a.padding[2] - 2, ow = x.shape()[3] + a.padding[1] + a.padding[3] - 2;
+  KILN_USER_CHECK(oh >= 1 && ow >= 1) << name << ": a 3x3 kernel exceeds the padded input";
+  return {oh, ow, (oh + 1) / 2, (ow + 1) / 2};
+}
+
 }  // namespace
 
 Tensor winograd_weight_transform(const Tensor& w, int64_t co, const std::string& name) {
@@ -82,12 +99,7 @@ Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, cons
   KILN_USER_CHECK(u.shape()[2] == c && nblk == (oc + co - 1) / co)
       << name << ": transformed weight " << u.name() << " does not hold " << oc << " output channels of " << c
       << " inputs";
-  const std::vector<int64_t> ones(2, 1);
-  KILN_USER_CHECK(a.dims() == 2 && a.groups == 1 && a.strides == ones && a.dilation == ones && a.padding.size() == 4)
-      << name << ": the Winograd form is for stride 1, dilation 1, one group";
-  int64_t oh = h + a.padding[0] + a.padding[2] - 2, ow = w + a.padding[1] + a.padding[3] - 2;
-  KILN_USER_CHECK(oh >= 1 && ow >= 1) << name << ": a 3x3 kernel exceeds the padded input";
-  int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
+  const auto [oh, ow, th, tw] = winograd_tiles(x, a, name);
   // Padded to whole tiles: the rows and columns past the real padding only feed outputs past
   // OH x OW, which the result never reads. Rows longer than row_multiple are widened to whole
   // vectors (zeros never read) so that the pad vectorizes.
@@ -126,6 +138,91 @@ Tensor conv2d_winograd_packed(const Tensor& x, const Tensor& u, int64_t oc, cons
 
   return compute({n, oc, oh, ow}, [&](Var b, Var o, Var y, Var xx) {
     return yt(b, o / c32(co), y / c32(2), y % c32(2), xx, o % c32(co));
+  }, name);
+}
+
+Tensor winograd_int8_weight_transform(const Tensor& w, int64_t lanes, const std::string& name) {
+  KILN_USER_CHECK(w.ndim() == 4 && w.shape()[2] == 3 && w.shape()[3] == 3 && w.dtype() == ir::DataType::i8() &&
+                  lanes >= 1)
+      << name << ": the integer Winograd filter transform needs an int8 weight [OC, C, 3, 3], got " << w.name();
+  const int64_t oc = w.shape()[0], c = w.shape()[1], nblk = (oc + lanes - 1) / lanes, cp = (c + 1) / 2;
+  const ir::DataType i16 = ir::DataType::i16();
+  return compute({16, nblk, cp, lanes, 2}, [&](const std::vector<Var>& v) {
+    Expr o = v[1] * c32(lanes) + v[3], ci = v[2] * c32(2) + v[4];
+    Expr oo = ir::min(o, c32(oc - 1)), cc = ir::min(ci, c32(c - 1));
+    std::vector<Expr> cases;
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        Expr acc;
+        for (int r = 0; r < 3; ++r) {
+          for (int q = 0; q < 3; ++q) {
+            int k = kG2[i][r] * kG2[j][q];
+            if (k == 0) continue;
+            Expr term = ir::cast(i16, w(oo, cc, c32(r), c32(q))) * ir::make_const(i16, k);
+            acc = acc.defined() ? acc + term : term;
+          }
+        }
+        cases.push_back(acc);
+      }
+    }
+    return ir::select(ir::logical_and(o < c32(oc), ci < c32(c)), pick(v[0], cases), ir::make_zero(i16));
+  }, name + kPackSuffix);
+}
+
+Tensor conv2d_winograd_int8_packed(const Tensor& x, const Expr& x_zero_point, const Tensor& u, int64_t oc,
+                                   const ConvNdAttrs& a, const std::string& name) {
+  const ir::DataType i16 = ir::DataType::i16(), i32 = ir::DataType::i32();
+  KILN_USER_CHECK(x.ndim() == 4 && (x.dtype() == ir::DataType::i8() || x.dtype() == ir::DataType::u8()) &&
+                  x_zero_point.dtype() == x.dtype())
+      << name << ": integer Winograd conv2d needs int8 or uint8 data [N, C, H, W] and a zero point of its type, got "
+      << x.name() << " " << x.dtype().str();
+  const int64_t n = x.shape()[0], c = x.shape()[1], cp = (c + 1) / 2;
+  KILN_USER_CHECK(u.ndim() == 5 && u.shape()[0] == 16 && u.shape()[2] == cp && u.shape()[4] == 2 &&
+                  u.dtype() == i16 && u.shape()[1] * u.shape()[3] >= oc)
+      << name << ": transformed weight " << u.name() << " is not [16, OC/L, C/2, L, 2] int16 for " << oc
+      << " outputs of " << c << " channels";
+  KILN_USER_CHECK(c <= kWinogradInt8MaxChannels) << name << ": " << c << " channels could overflow the int32 sums of "
+                                                 << "the integer Winograd form (at most " << kWinogradInt8MaxChannels << ")";
+  const int64_t nblk = u.shape()[1], lanes = u.shape()[3];
+  const WinogradTiles t = winograd_tiles(x, a, name);
+  // Padded with the zero point to whole tiles, and one more channel of it when C is odd: every
+  // padded value is zp, whose x - zp is 0.
+  Tensor xp = pad_masked(x, {0, 0, a.padding[0], a.padding[1]},
+                         {0, 2 * cp - c, 2 * t.th + 2 - x.shape()[2] - a.padding[0],
+                          2 * t.tw + 2 - x.shape()[3] - a.padding[1]},
+                         x_zero_point, name + kPadSuffix);
+  Expr zp = ir::cast(i16, x_zero_point);
+  Tensor v = compute({n, 16, cp, t.th, t.tw, 2}, [&](const std::vector<Var>& i) {
+    Expr ch = i[2] * c32(2) + i[5];
+    auto d = [&](int r, int s) {
+      return ir::cast(i16, xp(i[0], ch, i[3] * c32(2) + c32(r), i[4] * c32(2) + c32(s))) - zp;
+    };
+    std::vector<Expr> cases;
+    for (int r = 0; r < 4; ++r)
+      for (int s = 0; s < 4; ++s)
+        cases.push_back(signed_sum(4, kBt[r], [&](int p) { return signed_sum(4, kBt[s], [&](int q) { return d(p, q); }); }));
+    return pick(i[1], cases);
+  }, name + kWinogradInSuffix);
+
+  ir::IterVar rc = reduce_axis(cp, "rc"), rk = reduce_axis(2, "rk");
+  Tensor m = compute({n, 16, nblk, t.th, t.tw, lanes}, [&](const std::vector<Var>& i) {
+    return te::sum(ir::cast(i32, v(i[0], i[1], rc, i[3], i[4], rk)) * ir::cast(i32, u(i[1], i[2], rc, i[5], rk)),
+                   {rc, rk});
+  }, name + kWinogradGemmSuffix);
+
+  Tensor yt = compute({n, nblk, t.th, 2, 2 * t.tw, lanes}, [&](const std::vector<Var>& i) {
+    Expr tx = i[4] / c32(2), wx = i[4] % c32(2);
+    auto at = [&](int r, int s) {
+      Expr y4 = signed_sum(4, kAt[r], [&](int p) {
+        return signed_sum(4, kAt[s], [&](int q) { return m(i[0], c32(p * 4 + q), i[1], i[2], tx, i[5]); });
+      });
+      return y4 / c32(4);  // exact: M' = 4M, so y4 is a multiple of 4 (floor division: a shift)
+    };
+    return pick(i[3] * c32(2) + wx, {at(0, 0), at(0, 1), at(1, 0), at(1, 1)});
+  }, name + kWinogradOutSuffix);
+
+  return compute({n, oc, t.oh, t.ow}, [&](Var b, Var o, Var y, Var xx) {
+    return yt(b, o / c32(lanes), y / c32(2), y % c32(2), xx, o % c32(lanes));
   }, name);
 }
 

@@ -28,8 +28,9 @@ namespace kiln::schedule {
 // one, the vector width's int32 lanes of four uint8 (plain widening code).
 te::ops::Int8Layout int8_layout(const Target& target);
 
-// c[j] (+)= sum_k a[k] * b[j, k], j < L, k < G: a [G] of layout.data, b [L, G] int8, c int32.
-TensorIntrin int8_dot_intrin(const te::ops::Int8Layout& layout);
+// c[j] (+)= sum_k a[k] * b[j, k], j < L, k < G: a [G] of layout.data, b [L, G] of `weight`
+// (int8; int16 for the integer Winograd conv's transformed filter), c int32.
+TensorIntrin int8_dot_intrin(const te::ops::Int8Layout& layout, ir::DataType weight = ir::DataType::i8());
 
 // `conv` is what conv2d_int8 returned; `tiled` the stage of its shape carrying the tile loops
 // (conv itself or the group's output with the tail). As schedule_conv_cpu.
@@ -39,5 +40,12 @@ void schedule_conv2d_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Te
 // As above for dense_int8.
 void schedule_dense_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& dense, const Target& target,
                              Config& cfg);
+
+// As above for conv2d_winograd_int8_packed (te/ops/nn_winograd.h; AVX2's int16 pairs): the 16
+// channel reductions register-tiled (tile_tw tiles of a row x oc_blocks blocks) and tensorized
+// onto int8_dot with an int16 weight; the input transform at the root or per task (task_over,
+// as the float Winograd conv), the inverse transform per output tile (tile_ow).
+void schedule_conv_winograd_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv,
+                                     const Target& target, Config& cfg);
 
 }  // namespace kiln::schedule
