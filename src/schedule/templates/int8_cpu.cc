@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/schedule/templates/conv2d_cpu.h"
+#include "kiln/schedule/templates/winograd_cpu.h"
 #include "kiln/schedule/templates/register_tile.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_winograd.h"
@@ -202,43 +202,17 @@ void schedule_conv_winograd_int8_cpu(Schedule& s, const te::Tensor& tiled, const
   // the direct int8 conv's (default_tile); a row's last tile may overhang.
   auto [dblocks, dcols] = default_tile(target, nblk, tw);
   const int64_t max_tw = target.facts.vector_registers - 2;
-  std::vector<int64_t> overhanging;
-  for (int64_t t = 2; t <= std::min(max_tw, tw - 1); ++t)
-    if (tw % t != 0) overhanging.push_back(t);
-  int64_t twr = cfg.define_split("tile_tw", tw, 2, {(tw + dcols - 1) / dcols, dcols}, max_tw, overhanging)[1];
+  int64_t twr = cfg.define_split("tile_tw", tw, 2, {(tw + dcols - 1) / dcols, dcols}, max_tw,
+                                 overhanging_widths(tw, max_tw))[1];
   int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, dblocks);
   while (nblk % ocp != 0) ocp /= 2;
   int64_t pref = ow % L == 0 ? L : largest_divisor(ow, max_tw);
   int64_t owr = cfg.define_split("tile_ow", ow, 2, {ow / pref, pref}, std::max<int64_t>(16, L))[1];
-  // What a parallel task covers, as the float Winograd conv (winograd_cpu.cc): a row of tiles
-  // for all outputs, or oc_blocks blocks for the whole image once U' is over 1 MiB.
-  int64_t u_bytes = 16 * cp * nblk * L * 2 * 2;
-  bool by_channels = cfg.define_knob("task_over", {0, 1}, u_bytes > (int64_t{1} << 20) ? 1 : 0) == 1;
-
-  if (!conv.same_as(tiled)) s[conv].compute_inline();
+  // What a parallel task covers, as the float Winograd conv: a row of tiles for all outputs, or
+  // oc_blocks blocks for the whole image once U' is over 1 MiB.
+  bool by_channels = define_task_over(cfg, 16 * cp * nblk * L * 2 * 2);
   Stage out = s[tiled];
-  auto ax = out.op_axis();  // n, oc, oh, ow
-  auto [ob, oci] = out.split(ax[1], L);
-  auto [th, hi] = out.split(ax[2], 2);
-  auto [owo, owi] = out.split(ax[3], owr);
-  ir::IterVar task;
-  if (by_channels) {
-    auto [obt, obi] = out.split(ob, ocp);
-    out.reorder({ax[0], obt, th, obi, owo, hi, oci, owi});
-    task = fuse_parallel(out, {ax[0], obt});
-  } else {
-    out.reorder({ax[0], th, ob, owo, hi, oci, owi});
-    task = fuse_parallel(out, {ax[0], th});
-  }
-  out.unroll(owi);
-
-  Stage sy = s[yt];
-  sy.set_scope("local");
-  sy.compute_at(out, owo);
-  auto yx = sy.op_axis();  // n, block, tile row, hi, column, lane
-  sy.unroll(yx[3]);
-  sy.unroll(yx[4]);
-  sy.vectorize(yx[5]);
+  ir::IterVar task = schedule_winograd_write_out(s, tiled, conv, yt, L, ocp, owr, by_channels, false);
 
   // The 16 reductions over channel pairs, each a register tile tensorized onto int8_dot.
   Stage sm = s[m];

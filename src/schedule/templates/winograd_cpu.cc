@@ -8,64 +8,21 @@
 
 namespace kiln::schedule {
 
-void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
-                                Config& cfg) {
-  const int64_t lanes = target.lanes(32);
-  te::Tensor yt = input_with_suffix(conv, te::ops::kWinogradOutSuffix);
-  te::Tensor m = yt.defined() ? input_with_suffix(yt, te::ops::kWinogradGemmSuffix) : te::Tensor();
-  te::Tensor v = m.defined() ? input_with_suffix(m, te::ops::kWinogradInSuffix) : te::Tensor();
-  KILN_CHECK(v.defined()) << "schedule_conv_winograd_cpu: '" << conv.name() << "' is not a Winograd conv2d";
-  KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv_winograd_cpu: the tiled stage must have the conv's shape";
-  te::Tensor pad = input_with_suffix(v, te::ops::kPadSuffix);
-  int64_t nblk = m.shape()[2], tw = m.shape()[4], co = m.shape()[5], c = v.shape()[2], ow = conv.shape()[3];
-
-  // The reductions' register tile: oc_blocks weight vectors by tile_tw tiles of a row (one
-  // broadcast each), by the target's register model (register_tile.h), its efficiency scaled by
-  // the tiles an overhanging last tile computes in vain; of equals, the most accumulators (each
-  // broadcast of V, streamed from L2, feeding more weight vectors). Measured (resnet18, AVX2
-  // code on Zen 4, tuned): the previous 2 x 7 (17 registers of 16) ran at half the tuner's best,
-  // 1 x 14 on layer1 and 1 x 7 on layer3; on AVX-512 (Xeon) 2 x 7 beat 4 x 7 by 6-20%. A row of
-  // 7 tiles on AVX2 (resnet50's 14x14 layers, 1 thread, Zen 4): 2 x 4 tiles, one in vain, 1.89
-  // ms against 2.50 for 1 x 7.
-  const int64_t max_tw = target.facts.vector_registers - 2;
-  std::vector<int64_t> overhanging;
+std::vector<int64_t> overhanging_widths(int64_t tw, int64_t max_tw) {
+  std::vector<int64_t> widths;
   for (int64_t t = 2; t <= std::min(max_tw, tw - 1); ++t)
-    if (tw % t != 0) overhanging.push_back(t);
-  RegisterTile best;
-  std::vector<double> best_rank;
-  for (int64_t ocp : {1, 2, 4}) {
-    if (nblk % ocp != 0) continue;
-    for (int64_t t = 1; t <= std::min(max_tw, tw); ++t) {
-      RegisterTile tile{ocp, t};
-      if (tile.accumulators() > max_accumulators(target, ocp)) continue;
-      double used = double(tw) / double((tw + t - 1) / t * t);
-      std::vector<double> rank = {-tile_efficiency(target, tile) * used, -double(tile.accumulators()), -double(t)};
-      if (best_rank.empty() || rank < best_rank) best_rank = rank, best = tile;
-    }
-  }
-  int64_t twr = cfg.define_split("tile_tw", tw, 2, {(tw + best.scalars - 1) / best.scalars, best.scalars}, max_tw,
-                                 overhanging)[1];
-  int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, best.vectors);
-  while (nblk % ocp != 0) ocp /= 2;
-  // The write-out: columns per tile, a whole vector of them where the width allows.
-  int64_t pref = ow % co == 0 ? co : largest_divisor(ow, max_tw);
-  int64_t owr = cfg.define_split("tile_ow", ow, 2, {ow / pref, pref}, std::max<int64_t>(16, co))[1];
-  bool vec_out = cfg.define_knob("vec_out", {0, 1}, vectorized_write_out(owr, co) ? 1 : 0) == 1;
-  bool pad_in_task = pad.defined() && cfg.define_knob("pad_at", {0, 1}, 0) == 1;
+    if (tw % t != 0) widths.push_back(t);
+  return widths;
+}
 
-  // What a parallel task covers: a row of tiles for all output channels (0: each task
-  // transforms the input rows it reads and re-reads all of U), or oc_blocks channel blocks for
-  // the whole image (1: the input transformed once at the root; each task reads only its part
-  // of U). Default 1 when U is over 1 MiB: measured (2 threads, in resnet18) layer3's 4 MiB U
-  // 0.81-0.84 ms by rows vs 0.67-0.69 by channels (U streams from L3 once, not once per row);
-  // layer2's 1 MiB U 0.49-0.53 by rows vs 0.93-1.01 by channels, layer1's 0.48-0.51 vs
-  // 1.15-1.55 (V of the whole image, 3 MiB, no longer stays in cache).
-  int64_t u_bytes = 16 * c * nblk * co * 4;
-  bool by_channels = cfg.define_knob("task_over", {0, 1}, u_bytes > (int64_t{1} << 20) ? 1 : 0) == 1;
+bool define_task_over(Config& cfg, int64_t u_bytes) {
+  return cfg.define_knob("task_over", {0, 1}, u_bytes > (int64_t{1} << 20) ? 1 : 0) == 1;
+}
 
+ir::IterVar schedule_winograd_write_out(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv,
+                                        const te::Tensor& yt, int64_t co, int64_t ocp, int64_t owr, bool by_channels,
+                                        bool vec_out) {
   if (!conv.same_as(tiled)) s[conv].compute_inline();
-  // The output, tile by tile of owr columns, each written out from the inverse transform of its
-  // tiles (computed just before, in registers).
   Stage out = s[tiled];
   auto ax = out.op_axis();  // n, oc, oh, ow
   auto [ob, oci] = out.split(ax[1], co);
@@ -90,6 +47,61 @@ void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::
   sy.unroll(yx[3]);
   sy.unroll(yx[4]);
   sy.vectorize(yx[5]);
+  return task;
+}
+
+void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                                Config& cfg) {
+  const int64_t lanes = target.lanes(32);
+  te::Tensor yt = input_with_suffix(conv, te::ops::kWinogradOutSuffix);
+  te::Tensor m = yt.defined() ? input_with_suffix(yt, te::ops::kWinogradGemmSuffix) : te::Tensor();
+  te::Tensor v = m.defined() ? input_with_suffix(m, te::ops::kWinogradInSuffix) : te::Tensor();
+  KILN_CHECK(v.defined()) << "schedule_conv_winograd_cpu: '" << conv.name() << "' is not a Winograd conv2d";
+  KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv_winograd_cpu: the tiled stage must have the conv's shape";
+  te::Tensor pad = input_with_suffix(v, te::ops::kPadSuffix);
+  int64_t nblk = m.shape()[2], tw = m.shape()[4], co = m.shape()[5], c = v.shape()[2], ow = conv.shape()[3];
+
+  // The reductions' register tile: oc_blocks weight vectors by tile_tw tiles of a row (one
+  // broadcast each), by the target's register model (register_tile.h), its efficiency scaled by
+  // the tiles an overhanging last tile computes in vain; of equals, the most accumulators (each
+  // broadcast of V, streamed from L2, feeding more weight vectors). Measured (resnet18, AVX2
+  // code on Zen 4, tuned): the previous 2 x 7 (17 registers of 16) ran at half the tuner's best,
+  // 1 x 14 on layer1 and 1 x 7 on layer3; on AVX-512 (Xeon) 2 x 7 beat 4 x 7 by 6-20%. A row of
+  // 7 tiles on AVX2 (resnet50's 14x14 layers, 1 thread, Zen 4): 2 x 4 tiles, one in vain, 1.89
+  // ms against 2.50 for 1 x 7.
+  const int64_t max_tw = target.facts.vector_registers - 2;
+  RegisterTile best;
+  std::vector<double> best_rank;
+  for (int64_t ocp : {1, 2, 4}) {
+    if (nblk % ocp != 0) continue;
+    for (int64_t t = 1; t <= std::min(max_tw, tw); ++t) {
+      RegisterTile tile{ocp, t};
+      if (tile.accumulators() > max_accumulators(target, ocp)) continue;
+      double used = double(tw) / double((tw + t - 1) / t * t);
+      std::vector<double> rank = {-tile_efficiency(target, tile) * used, -double(tile.accumulators()), -double(t)};
+      if (best_rank.empty() || rank < best_rank) best_rank = rank, best = tile;
+    }
+  }
+  int64_t twr = cfg.define_split("tile_tw", tw, 2, {(tw + best.scalars - 1) / best.scalars, best.scalars}, max_tw,
+                                 overhanging_widths(tw, max_tw))[1];
+  int64_t ocp = cfg.define_knob("oc_blocks", {1, 2, 4}, best.vectors);
+  while (nblk % ocp != 0) ocp /= 2;
+  // The write-out: columns per tile, a whole vector of them where the width allows.
+  int64_t pref = ow % co == 0 ? co : largest_divisor(ow, max_tw);
+  int64_t owr = cfg.define_split("tile_ow", ow, 2, {ow / pref, pref}, std::max<int64_t>(16, co))[1];
+  bool vec_out = cfg.define_knob("vec_out", {0, 1}, vectorized_write_out(owr, co) ? 1 : 0) == 1;
+  bool pad_in_task = pad.defined() && cfg.define_knob("pad_at", {0, 1}, 0) == 1;
+
+  // What a parallel task covers: a row of tiles for all output channels (0: each task
+  // transforms the input rows it reads and re-reads all of U), or oc_blocks channel blocks for
+  // the whole image (1: the input transformed once at the root; each task reads only its part
+  // of U). Default 1 when U is over 1 MiB: measured (2 threads, in resnet18) layer3's 4 MiB U
+  // 0.81-0.84 ms by rows vs 0.67-0.69 by channels (U streams from L3 once, not once per row);
+  // layer2's 1 MiB U 0.49-0.53 by rows vs 0.93-1.01 by channels, layer1's 0.48-0.51 vs
+  // 1.15-1.55 (V of the whole image, 3 MiB, no longer stays in cache).
+  bool by_channels = define_task_over(cfg, 16 * c * nblk * co * 4);
+  Stage out = s[tiled];
+  ir::IterVar task = schedule_winograd_write_out(s, tiled, conv, yt, co, ocp, owr, by_channels, vec_out);
 
   // The reductions, register-tiled like the direct conv: ocp weight vectors x twr broadcasts.
   Stage sm = s[m];

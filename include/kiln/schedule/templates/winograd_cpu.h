@@ -24,6 +24,9 @@
 // direct -> 0.48-0.53 (layer1, 2) and 0.67-0.69 (layer3); oc_blocks 4 was 6-20% slower.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "kiln/schedule/config.h"
 #include "kiln/schedule/schedule.h"
 #include "kiln/target/target.h"
@@ -33,5 +36,17 @@ namespace kiln::schedule {
 // `conv` is what conv2d_winograd_packed returned; `tiled` is conv or the group's output of its
 // shape with the elementwise tail.
 void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target, Config& cfg);
+
+// What the float and the integer Winograd conv (int8_cpu.h) share:
+// tile_tw's widths past the divisors of TW: 2..max_tw tiles whose last one overhangs TW.
+std::vector<int64_t> overhanging_widths(int64_t tw, int64_t max_tw);
+// The knob task_over, default 1 when the transformed filter U (u_bytes) is over 1 MiB.
+bool define_task_over(Config& cfg, int64_t u_bytes);
+// The write-out: the output `tiled` in tiles of owr columns of 2x2 tiles, through the inverse
+// transform `yt` of each, computed just before it in registers (lanes of co channels); parallel
+// over rows of tiles, or with by_channels over ocp blocks of co channels. Returns the task loop.
+ir::IterVar schedule_winograd_write_out(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv,
+                                        const te::Tensor& yt, int64_t co, int64_t ocp, int64_t owr, bool by_channels,
+                                        bool vec_out);
 
 }  // namespace kiln::schedule
