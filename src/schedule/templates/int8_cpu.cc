@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/schedule/templates/winograd_cpu.h"
 #include "kiln/schedule/templates/register_tile.h"
+#include "kiln/schedule/templates/winograd_cpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_winograd.h"
 #include "kiln/te/reduce.h"
