@@ -52,20 +52,25 @@ OpLowering single(std::function<te::Tensor(const Inputs&)> f) {
   return [f](const Inputs& in, const relay::Attrs&, const relay::Type&) { return std::vector<te::Tensor>{f(in)}; };
 }
 
-// Winograd F(2x2, 3x3) for a float32 conv2d: 3x3, stride 1, dilation 1, one group, at least 8
-// input channels, and a transformed weight of at most 4 MiB (16*C*OC floats; larger ones stream
-// from the last-level cache on every call and lose to the direct conv: resnet18's 512-channel
-// layer, 16 MiB, measured 1.47 ms against 0.95 on a 2-core AVX-512 Xeon).
-bool winograd_pays(const relay::CallNode& call, const ConvNdAttrs& a, int64_t co) {
+// A conv Winograd F(2x2, 3x3) pays for, float or integer: 3x3, stride 1, dilation 1, one group,
+// at least 8 input channels, a 2x2 output at least, and a transformed weight of at most 4 MiB
+// (`u_bytes`; larger ones stream from the last-level cache on every call and lose to the direct
+// conv: resnet18's 512-channel layer, 16 MiB of floats, measured 1.47 ms against 0.95 on a
+// 2-core AVX-512 Xeon).
+bool winograd_shape_pays(const relay::CallNode& call, const ConvNdAttrs& a, int64_t u_bytes) {
   const auto& w = tensor_type(call.args[1]->type);
   const auto& out = tensor_type(call.type);
-  if (w.dtype != relay::DataType::f32() || a.dims() != 2 || a.groups != 1 || w.shape[2] != 3 || w.shape[3] != 3)
-    return false;
+  if (a.dims() != 2 || a.groups != 1 || w.shape[2] != 3 || w.shape[3] != 3) return false;
   for (size_t i = 0; i < 2; ++i)
     if (a.strides[i] != 1 || a.dilation[i] != 1) return false;
+  return out.shape[2] >= 2 && out.shape[3] >= 2 && w.shape[1] >= 8 && u_bytes <= (int64_t{4} << 20);
+}
+
+// Winograd for a float32 conv2d, U [16, OC/co, C, co] floats.
+bool winograd_pays(const relay::CallNode& call, const ConvNdAttrs& a, int64_t co) {
+  const auto& w = tensor_type(call.args[1]->type);
   int64_t oc = w.shape[0], c = w.shape[1];
-  int64_t u_bytes = 16 * c * ((oc + co - 1) / co * co) * 4;
-  return out.shape[2] >= 2 && out.shape[3] >= 2 && c >= 8 && u_bytes <= (int64_t{4} << 20);
+  return w.dtype == relay::DataType::f32() && winograd_shape_pays(call, a, 16 * c * ((oc + co - 1) / co * co) * 4);
 }
 
 Strategy conv(const FusedGroup& g, const Target& t, const StrategyOptions& o) {
@@ -215,20 +220,14 @@ Strategy int8_strategy(const char* name, schedule::AnchorTemplate tmpl, const te
 }
 
 // The exact integer Winograd F(2x2, 3x3) for an integer conv2d on AVX2's int16 pairs (the
-// transformed operands need int16; vpdpbusd and sdot read bytes): 3x3, stride 1, dilation 1,
-// one group, at least 8 input channels (and few enough for exact int32 sums), a transformed
-// weight of at most 4 MiB as for float. resnet18_int8's 3x3 64->64 conv on a Zen 3 (AVX2, 2
-// threads): direct 1.6-1.8 ms, as long as the float32 Winograd conv it should beat.
+// transformed operands need int16; vpdpbusd and sdot read bytes), with few enough channels for
+// exact int32 sums; U' [16, OC/L, C/2, L, 2] int16. resnet18_int8's 3x3 64->64 conv on a Zen 3
+// (AVX2, 2 threads): direct 1.6-1.8 ms, as long as the float32 Winograd conv it should beat.
 bool winograd_int8_pays(const relay::CallNode& call, const ConvNdAttrs& a, const te::ops::Int8Layout& layout) {
   const auto& w = tensor_type(call.args[1]->type);
-  const auto& out = tensor_type(call.type);
-  if (layout.group != 2 || a.dims() != 2 || a.groups != 1 || w.shape[2] != 3 || w.shape[3] != 3) return false;
-  for (size_t i = 0; i < 2; ++i)
-    if (a.strides[i] != 1 || a.dilation[i] != 1) return false;
-  const int64_t oc = w.shape[0], c = w.shape[1];
-  const int64_t u_bytes = 16 * (c + 1) / 2 * 2 * ((oc + layout.lanes - 1) / layout.lanes * layout.lanes) * 2;
-  return out.shape[2] >= 2 && out.shape[3] >= 2 && c >= 8 && c <= te::ops::kWinogradInt8MaxChannels &&
-         u_bytes <= (int64_t{4} << 20);
+  const int64_t oc = w.shape[0], c = w.shape[1], L = layout.lanes;
+  const int64_t u_bytes = 16 * (c + 1) / 2 * 2 * ((oc + L - 1) / L * L) * 2;
+  return layout.group == 2 && c <= te::ops::kWinogradInt8MaxChannels && winograd_shape_pays(call, a, u_bytes);
 }
 
 Strategy conv_integer(const FusedGroup& g, const Target& t, const StrategyOptions& o) {

@@ -64,6 +64,29 @@ std::vector<int64_t> conv_reference(const ConvCase& q, const std::vector<int>& x
   return out;
 }
 
+te::ops::ConvNdAttrs attrs_of(const ConvCase& q) {
+  te::ops::ConvNdAttrs a;
+  a.strides = {q.stride, q.stride};
+  a.padding = {q.pad, q.pad, q.pad, q.pad};
+  a.dilation = {1, 1};
+  return a;
+}
+
+// Runs the conv module m (arguments x, w, conv) on data xv (zero point zp) and weights wv, and
+// counts the outputs that differ from the int64 reference.
+size_t wrong_outputs(const codegen::Module& m, const ConvCase& q, ir::DataType xt, int zp, const std::vector<int>& xv,
+                     const std::vector<int>& wv, const std::vector<int64_t>& out_shape) {
+  NDArray X = array_of({1, q.c, q.h, q.w}, xt, xv), W = array_of({q.oc, q.c, q.k, q.k}, kI8, wv);
+  NDArray Y = NDArray::empty(out_shape, runtime::make_dtype(kDLInt, 32));
+  test::run(m, "conv", {X, W, Y});
+  std::vector<int32_t> got = Y.to_vector<int32_t>();
+  std::vector<int64_t> want = conv_reference(q, xv, zp, wv);
+  REQUIRE(got.size() == want.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
+  return wrong;
+}
+
 std::vector<std::string> x86_cpus() {
   return {Target::host().cpu, "x86-64-v3", "x86-64-v2"};
 }
@@ -82,11 +105,7 @@ TEST_CASE("int8 conv2d tensorized onto the target's dot product is exact at each
         const int zp = xt.is_uint() ? 131 : -7;
         te::Tensor x = te::placeholder({1, q.c, q.h, q.w}, xt, "x");
         te::Tensor w = te::placeholder({q.oc, q.c, q.k, q.k}, kI8, "w");
-        te::ops::ConvNdAttrs a;
-        a.strides = {q.stride, q.stride};
-        a.padding = {q.pad, q.pad, q.pad, q.pad};
-        a.dilation = {1, 1};
-        te::Tensor conv = te::ops::conv2d_int8(x, w, ir::make_const(xt, zp), a, layout, "conv");
+        te::Tensor conv = te::ops::conv2d_int8(x, w, ir::make_const(xt, zp), attrs_of(q), layout, "conv");
         schedule::Config cfg;
         schedule::Schedule s = schedule::create({conv});
         schedule::schedule_conv2d_int8_cpu(s, conv, conv, target, cfg);
@@ -95,15 +114,7 @@ TEST_CASE("int8 conv2d tensorized onto the target's dot product is exact at each
         // The extremes (case 0): every product at the top of the range.
         int fill_x = ci == 0 ? (xt.is_uint() ? 255 : -128) : 1000, fill_w = ci == 0 ? (xt.is_uint() ? 127 : -128) : 1000;
         std::vector<int> xv = values(q.c * q.h * q.w, xt, 3 + ci, fill_x), wv = values(q.oc * q.c * q.k * q.k, kI8, 5 + ci, fill_w);
-        NDArray X = array_of({1, q.c, q.h, q.w}, xt, xv), W = array_of({q.oc, q.c, q.k, q.k}, kI8, wv);
-        NDArray Y = NDArray::empty(conv.shape(), runtime::make_dtype(kDLInt, 32));
-        test::run(m, "conv", {X, W, Y});
-        std::vector<int32_t> got = Y.to_vector<int32_t>();
-        std::vector<int64_t> want = conv_reference(q, xv, zp, wv);
-        REQUIRE(got.size() == want.size());
-        size_t wrong = 0;
-        for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
-        CHECK(wrong == 0);
+        CHECK(wrong_outputs(m, q, xt, zp, xv, wv, conv.shape()) == 0);
         if (ci == 0) {
           std::string text = m.assembly();
           if (target.facts.int8_dot == Int8Dot::kAvx512Vnni && xt.is_uint()) CHECK(test::contains(text, "vpdpbusd"));
@@ -127,7 +138,7 @@ TEST_CASE("int8 Winograd conv2d on int16 pairs is exact, at the extremes too", "
   // AVX2's vpmaddwd (x86-64-v3) and the plain widening form (x86-64-v2) of the same int16 dots.
   const std::vector<ConvCase> cases = {{16, 9, 9, 20, 3, 1, 1}, {5, 8, 8, 17, 3, 1, 1}, {64, 14, 14, 64, 3, 1, 0},
                                        {9, 7, 10, 8, 3, 1, 1}};
-  for (const std::string& cpu : {"x86-64-v3", "x86-64-v2"}) {
+  for (const std::string& cpu : std::vector<std::string>{"x86-64-v3", "x86-64-v2"}) {
     Target target = Target::parse("llvm -mcpu=" + cpu);
     for (ir::DataType xt : {kU8, kI8}) {
       for (size_t ci = 0; ci < cases.size(); ++ci) {
@@ -138,12 +149,8 @@ TEST_CASE("int8 Winograd conv2d on int16 pairs is exact, at the extremes too", "
         const int zp = extreme ? (xt.is_uint() ? 0 : 127) : (xt.is_uint() ? 131 : -7);
         te::Tensor x = te::placeholder({1, q.c, q.h, q.w}, xt, "x");
         te::Tensor w = te::placeholder({q.oc, q.c, 3, 3}, kI8, "w");
-        te::ops::ConvNdAttrs a;
-        a.strides = {1, 1};
-        a.padding = {q.pad, q.pad, q.pad, q.pad};
-        a.dilation = {1, 1};
         te::Tensor u = te::ops::winograd_int8_weight_transform(w, 8, "conv");
-        te::Tensor conv = te::ops::conv2d_winograd_int8_packed(x, ir::make_const(xt, zp), u, q.oc, a, "conv");
+        te::Tensor conv = te::ops::conv2d_winograd_int8_packed(x, ir::make_const(xt, zp), u, q.oc, attrs_of(q), "conv");
         schedule::Config cfg;
         schedule::Schedule s = schedule::create({conv});
         schedule::schedule_conv_winograd_int8_cpu(s, conv, conv, target, cfg);
@@ -151,16 +158,8 @@ TEST_CASE("int8 Winograd conv2d on int16 pairs is exact, at the extremes too", "
         INFO(cpu << ", " << xt.str() << " data, case " << ci << ", config " << cfg.str());
         int fill_x = extreme ? (xt.is_uint() ? 255 : -128) : 1000, fill_w = extreme ? -128 : 1000;
         std::vector<int> xv = values(q.c * q.h * q.w, xt, 11 + ci, fill_x), wv = values(q.oc * q.c * 9, kI8, 13 + ci, fill_w);
-        NDArray X = array_of({1, q.c, q.h, q.w}, xt, xv), W = array_of({q.oc, q.c, 3, 3}, kI8, wv);
-        NDArray Y = NDArray::empty(conv.shape(), runtime::make_dtype(kDLInt, 32));
-        test::run(m, "conv", {X, W, Y});
-        std::vector<int32_t> got = Y.to_vector<int32_t>();
-        std::vector<int64_t> want = conv_reference(q, xv, zp, wv);
-        REQUIRE(got.size() == want.size());
-        size_t wrong = 0;
-        for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
-        CHECK(wrong == 0);
-        if (cpu == std::string("x86-64-v3") && ci == 0) CHECK(test::contains(m.assembly(), "vpmaddwd"));
+        CHECK(wrong_outputs(m, q, xt, zp, xv, wv, conv.shape()) == 0);
+        if (cpu == "x86-64-v3" && ci == 0) CHECK(test::contains(m.assembly(), "vpmaddwd"));
       }
     }
   }

@@ -43,8 +43,30 @@ Expr pick(const Expr& index, const std::vector<Expr>& cases) {
   return e;
 }
 
-// 2G: the filter transform doubled, integer.
-constexpr int kG2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+// 2G: the filter transform doubled, integer (exact as doubles).
+constexpr double kG2[4][3] = {{2, 0, 0}, {1, 1, 1}, {1, -1, 1}, {0, 0, 2}};
+
+// The 16 values of T g Tt for a 3x3 filter g (T: G or 2G), element e = 4i + j: the sum over the
+// taps (r, q) with a non-zero coefficient k = T[i][r] * T[j][q] of tap(r, q, k), g[r][q] times k.
+template <typename Tap>
+std::vector<Expr> filter_transform_cases(const double (&t)[4][3], Tap tap) {
+  std::vector<Expr> cases;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      Expr acc;
+      for (int r = 0; r < 3; ++r) {
+        for (int q = 0; q < 3; ++q) {
+          double k = t[i][r] * t[j][q];
+          if (k == 0) continue;
+          Expr term = tap(r, q, k);
+          acc = acc.defined() ? acc + term : term;
+        }
+      }
+      cases.push_back(acc);
+    }
+  }
+  return cases;
+}
 
 // The padded extent of a Winograd conv's input, checking its attributes (shared by both forms).
 struct WinogradTiles {
@@ -69,22 +91,9 @@ Tensor winograd_weight_transform(const Tensor& w, int64_t co, const std::string&
   return compute({16, nblk, c, co}, [&](Var e, Var ob, Var ci, Var lane) {
     Expr o = ob * c32(co) + lane;
     Expr oo = nblk * co == oc ? o : ir::min(o, c32(oc - 1));
-    std::vector<Expr> cases;
-    for (int i = 0; i < 4; ++i) {
-      for (int j = 0; j < 4; ++j) {
-        Expr acc;
-        for (int r = 0; r < 3; ++r) {
-          for (int q = 0; q < 3; ++q) {
-            double k = kG[i][r] * kG[j][q];
-            if (k == 0) continue;
-            Expr term = w(oo, ci, c32(r), c32(q)) * ir::make_const(w.dtype(), k);
-            acc = acc.defined() ? acc + term : term;
-          }
-        }
-        cases.push_back(acc);
-      }
-    }
-    Expr u = pick(e, cases);
+    Expr u = pick(e, filter_transform_cases(kG, [&](int r, int q, double k) {
+      return w(oo, ci, c32(r), c32(q)) * ir::make_const(w.dtype(), k);
+    }));
     return nblk * co == oc ? u : ir::select(o < c32(oc), u, ir::make_zero(w.dtype()));
   }, name + kPackSuffix);
 }
@@ -150,22 +159,10 @@ Tensor winograd_int8_weight_transform(const Tensor& w, int64_t lanes, const std:
   return compute({16, nblk, cp, lanes, 2}, [&](const std::vector<Var>& v) {
     Expr o = v[1] * c32(lanes) + v[3], ci = v[2] * c32(2) + v[4];
     Expr oo = ir::min(o, c32(oc - 1)), cc = ir::min(ci, c32(c - 1));
-    std::vector<Expr> cases;
-    for (int i = 0; i < 4; ++i) {
-      for (int j = 0; j < 4; ++j) {
-        Expr acc;
-        for (int r = 0; r < 3; ++r) {
-          for (int q = 0; q < 3; ++q) {
-            int k = kG2[i][r] * kG2[j][q];
-            if (k == 0) continue;
-            Expr term = ir::cast(i16, w(oo, cc, c32(r), c32(q))) * ir::make_const(i16, k);
-            acc = acc.defined() ? acc + term : term;
-          }
-        }
-        cases.push_back(acc);
-      }
-    }
-    return ir::select(ir::logical_and(o < c32(oc), ci < c32(c)), pick(v[0], cases), ir::make_zero(i16));
+    Expr u = pick(v[0], filter_transform_cases(kG2, [&](int r, int q, double k) {
+      return ir::cast(i16, w(oo, cc, c32(r), c32(q))) * ir::make_const(i16, k);
+    }));
+    return ir::select(ir::logical_and(o < c32(oc), ci < c32(c)), u, ir::make_zero(i16));
   }, name + kPackSuffix);
 }
 
