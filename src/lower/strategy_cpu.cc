@@ -226,7 +226,7 @@ Strategy int8_strategy(const char* name, schedule::AnchorTemplate tmpl, const te
 bool winograd_int8_pays(const relay::CallNode& call, const ConvNdAttrs& a, const te::ops::Int8Layout& layout) {
   const auto& w = tensor_type(call.args[1]->type);
   const int64_t oc = w.shape[0], c = w.shape[1], L = layout.lanes;
-  const int64_t u_bytes = 16 * (c + 1) / 2 * 2 * ((oc + L - 1) / L * L) * 2;
+  const int64_t u_bytes = 16 * ((c + 1) / 2 * 2) * ((oc + L - 1) / L * L) * 2;
   return layout.group == 2 && c <= te::ops::kWinogradInt8MaxChannels && winograd_shape_pays(call, a, u_bytes);
 }
 
