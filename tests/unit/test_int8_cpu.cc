@@ -236,3 +236,25 @@ TEST_CASE("int8 conv and dense name the operand of a wrong dtype", "[int8]") {
   REQUIRE_THROWS_WITH(te::ops::dense_int8(x, w, ir::make_const(kI8, 0), layout),
                       Contains("the data's zero point must be uint8"));
 }
+
+TEST_CASE("the integer Winograd conv names a bad operand or a channel count its sums could overflow", "[int8]") {
+  te::ops::ConvNdAttrs a;
+  a.strides = {1, 1};
+  a.padding = {1, 1, 1, 1};
+  a.dilation = {1, 1};
+  te::Tensor w = te::placeholder({8, 16, 3, 3}, kI8, "w");
+  te::Tensor u = te::ops::winograd_int8_weight_transform(w, 8, "conv");
+  te::Tensor xf = te::placeholder({1, 16, 6, 6}, ir::DataType::f32(), "xf");
+  REQUIRE_THROWS_WITH(te::ops::conv2d_winograd_int8_packed(xf, ir::make_const(ir::DataType::f32(), 0), u, 8, a),
+                      Contains("needs int8 or uint8 data") && Contains("xf float32"));
+  te::Tensor x = te::placeholder({1, 12, 6, 6}, kU8, "x");
+  REQUIRE_THROWS_WITH(te::ops::conv2d_winograd_int8_packed(x, ir::make_const(kU8, 0), u, 8, a),
+                      Contains("is not [16, OC/L, C/2, L, 2] int16 for 8 outputs of 12 channels"));
+  const int64_t many = te::ops::kWinogradInt8MaxChannels + 2;
+  te::Tensor xm = te::placeholder({1, many, 6, 6}, kU8, "xm");
+  te::Tensor um = te::placeholder({16, 1, many / 2, 8, 2}, ir::DataType::i16(), "um");
+  REQUIRE_THROWS_WITH(te::ops::conv2d_winograd_int8_packed(xm, ir::make_const(kU8, 0), um, 8, a),
+                      Contains(std::to_string(many) + " channels could overflow"));
+  REQUIRE_THROWS_WITH(te::ops::winograd_int8_weight_transform(te::placeholder({8, 16, 3, 3}, kU8, "wu"), 8),
+                      Contains("needs an int8 weight [OC, C, 3, 3], got wu"));
+}
