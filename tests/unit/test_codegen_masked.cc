@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -47,10 +48,54 @@ struct RawTensor {
     dl.data = data;
     dl.device = {kDLCPU, 0};
     dl.ndim = static_cast<int>(shape.size());
-    dl.dtype = runtime::dtype_f32();
+    dl.dtype = test::dl_type(t.dtype());
     dl.shape = shape.data();
   }
 };
+
+// Runs kernel `name` of m (arguments x, out) with x's bytes `x_bytes` ending exactly at a page
+// boundary followed by a PROT_NONE page, so that reading past x faults; in a forked child, so
+// that a fault fails the test instead of ending the test binary. `fill` writes x's values; the
+// output lives in memory shared with the child and comes back as its bytes.
+std::vector<char> run_at_page_end(const codegen::Module& m, const std::string& name, const te::Tensor& x,
+                                  size_t x_bytes, const std::function<void(void*)>& fill, const te::Tensor& out,
+                                  size_t out_bytes) {
+  const long page = sysconf(_SC_PAGESIZE);
+  REQUIRE(x_bytes <= size_t(page));
+  auto* two = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(two != MAP_FAILED);
+  REQUIRE(mprotect(two + page, page, PROT_NONE) == 0);
+  char* xin = two + page - x_bytes;
+  fill(xin);
+  auto* shared = static_cast<char*>(mmap(nullptr, out_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(shared != MAP_FAILED);
+  std::memset(shared, 0x7f, out_bytes);  // NaNs for floats: an element left unwritten shows
+  RawTensor xt(x, xin), ot(out, shared);
+  m.get_function(name);  // JIT-link in the parent: the child runs the kernel alone
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(10);  // a hang ends the child, not the test
+    // Catch's handlers would report the fault as the child's own test failure; the parent does.
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    try {
+      m.run(name, {&xt.dl, &ot.dl});
+    } catch (...) {
+      _exit(2);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO("child: " << (WIFSIGNALED(status) ? std::string("killed by ") + strsignal(WTERMSIG(status))
+                                         : "exit status " + std::to_string(WEXITSTATUS(status))));
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  std::vector<char> bytes(shared, shared + out_bytes);
+  munmap(two, 2 * page);
+  munmap(shared, out_bytes);
+  return bytes;
+}
 
 }  // namespace
 
@@ -121,40 +166,12 @@ TEST_CASE("a 16-lane masked row load whose upper 8 lanes are off neither reads t
   CHECK(test::contains(m.llvm_ir(), "@llvm.masked.load.v8f32"));
   CHECK_FALSE(test::contains(m.llvm_ir(), "@llvm.masked.load.v16f32"));
 
-  const long page = sysconf(_SC_PAGESIZE);
   const size_t in_bytes = size_t(h) * w * sizeof(float), out_bytes = size_t(h + 2) * wp * sizeof(float);
-  REQUIRE(in_bytes <= size_t(page));
-  auto* two = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  REQUIRE(two != MAP_FAILED);
-  REQUIRE(mprotect(two + page, page, PROT_NONE) == 0);
-  auto* xin = reinterpret_cast<float*>(two + page - in_bytes);
+  std::vector<float> xin(size_t(h) * w);
   for (int i = 0; i < h * w; ++i) xin[i] = 1.f + float(i);  // never 0: a lane read from memory shows
-  // The output is shared with the child, so the parent can check what it wrote.
-  auto* out = static_cast<float*>(mmap(nullptr, out_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  REQUIRE(out != MAP_FAILED);
-  for (int i = 0; i < (h + 2) * wp; ++i) out[i] = std::numeric_limits<float>::quiet_NaN();
-  RawTensor xt(x, xin), ot(p, out);
-  m.get_function("pad");  // JIT-link in the parent: the child runs the kernel alone
-
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    alarm(10);  // a hang ends the child, not the test
-    // Catch's handlers would report the fault as the child's own test failure; the parent does.
-    signal(SIGSEGV, SIG_DFL);
-    signal(SIGBUS, SIG_DFL);
-    try {
-      m.run("pad", {&xt.dl, &ot.dl});
-    } catch (...) {
-      _exit(2);
-    }
-    _exit(0);
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  INFO("child: " << (WIFSIGNALED(status) ? std::string("killed by ") + strsignal(WTERMSIG(status))
-                                         : "exit status " + std::to_string(WEXITSTATUS(status))));
-  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  std::vector<char> bytes = run_at_page_end(
+      m, "pad", x, in_bytes, [&](void* at) { std::memcpy(at, xin.data(), in_bytes); }, p, out_bytes);
+  const auto* out = reinterpret_cast<const float*>(bytes.data());
   int wrong = 0;
   for (int r = 0; r < h + 2; ++r)
     for (int col = 0; col < wp; ++col) {
@@ -163,8 +180,6 @@ TEST_CASE("a 16-lane masked row load whose upper 8 lanes are off neither reads t
       if (!(out[r * wp + col] == want) && wrong++ < 5) UNSCOPED_INFO("pad[" << r << ", " << col << "] = " << out[r * wp + col] << ", want " << want);
     }
   CHECK(wrong == 0);
-  munmap(two, 2 * page);
-  munmap(out, out_bytes);
 }
 
 TEST_CASE("a store under a run-time mask is a plain store when all its lanes are on, without mask registers",
@@ -196,5 +211,76 @@ TEST_CASE("a store under a run-time mask is a plain store when all its lanes are
     for (int k = 0; k < h * w; ++k)
       if (!(got[k] == xv[k] + xv[k]) && wrong++ < 4) UNSCOPED_INFO("y[" << k << "] = " << got[k] << ", want " << 2 * xv[k]);
     CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("int8 row loads under a run-time mask load plainly when whole, and never read past the row's end",
+          "[codegen]") {
+  // An int8 conv's padded plane: pad_masked of an int8 [4, 48] input, each value less a zero
+  // point as float, in vectors of 8. AVX2 masks only 32- and 64-bit lanes, so a masked load of
+  // bytes is a branch and a byte load per lane: without mask registers the backend loads whole
+  // vectors plainly ("load.full") and keeps the per-lane form for the border vectors. The input
+  // (192 bytes: kernels take 64-byte aligned arguments) ends at a page boundary, so the last
+  // row's last vector (source columns 47..54) loaded whole would fault.
+  const int h = 4, w = 48, wp = 56;
+  const ir::DataType i8 = ir::DataType::i8();
+  te::Tensor x = te::placeholder({h, w}, i8, "x");
+  auto centered = [](const ir::Expr& v) { return ir::cast(f32, ir::cast(ir::DataType::i32(), v) - ir::Expr(5)); };
+  te::Tensor p = te::ops::pad_masked(x, {1, 1}, {1, wp - w - 1}, ir::make_zero(f32), "plane", centered);
+  for (const std::string& cpu : x86_levels()) {
+    INFO(cpu);
+    schedule::Schedule s = schedule::create({p});
+    auto [co, ci] = s[p].split(s[p].op_axis(1), 8);
+    s[p].vectorize(ci);
+    codegen::Module m = codegen::build(s, {x, p}, Target::parse("llvm -mcpu=" + cpu), "plane");
+    CHECK(test::contains(m.llvm_ir(), "load.full") != (cpu == "x86-64-v4"));
+    std::vector<int8_t> xin(size_t(h) * w);
+    for (int i = 0; i < h * w; ++i) xin[i] = static_cast<int8_t>(i * 37 % 251 - 120);
+    std::vector<char> bytes = run_at_page_end(
+        m, "plane", x, xin.size(), [&](void* at) { std::memcpy(at, xin.data(), xin.size()); }, p,
+        size_t(h + 2) * wp * sizeof(float));
+    const auto* out = reinterpret_cast<const float*>(bytes.data());
+    int wrong = 0;
+    for (int r = 0; r < h + 2; ++r)
+      for (int col = 0; col < wp; ++col) {
+        bool inside = r >= 1 && r <= h && col >= 1 && col <= w;
+        float want = inside ? float(xin[(r - 1) * w + col - 1] - 5) : 0.f;
+        if (!(out[r * wp + col] == want) && wrong++ < 5) UNSCOPED_INFO("plane[" << r << ", " << col << "] = " << out[r * wp + col] << ", want " << want);
+      }
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("stride-2 and stride-3 int8 loads read their span plainly, not past its last element", "[codegen]") {
+  // y[i, j] = x[i, s*j] over vectors of 8: without mask registers a strided byte load is two
+  // overlapping plain loads and a shuffle, no llvm.masked.load (a branch per byte on AVX2).
+  // x's last byte is the last lane's element and ends the page: a load of the whole 8*s bytes
+  // would fault. (64 rows: whole multiples of 64 bytes, the kernels' argument alignment.)
+  const ir::DataType u8 = ir::DataType::u8();
+  for (int stride : {2, 3}) {
+    const int h = 64, w = 8 * stride - (stride - 1);  // the last vector's span ends the row
+    te::Tensor x = te::placeholder({h, w}, u8, "x");
+    te::Tensor y = te::compute({h, 8}, [&](ir::Var i, ir::Var j) {
+      return ir::cast(f32, x(i, j * ir::Expr(stride)));
+    }, "y");
+    for (const std::string& cpu : x86_levels()) {
+      INFO(cpu << ", stride " << stride);
+      schedule::Schedule s = schedule::create({y});
+      s[y].vectorize(s[y].op_axis(1));
+      codegen::Module m = codegen::build(s, {x, y}, Target::parse("llvm -mcpu=" + cpu), "pick");
+      if (cpu != "x86-64-v4") CHECK_FALSE(test::contains(m.llvm_ir(), "@llvm.masked.load"));
+      std::vector<uint8_t> xin(size_t(h) * w);
+      for (size_t i = 0; i < xin.size(); ++i) xin[i] = static_cast<uint8_t>(i * 13 + 7);
+      std::vector<char> bytes = run_at_page_end(
+          m, "pick", x, xin.size(), [&](void* at) { std::memcpy(at, xin.data(), xin.size()); }, y,
+          size_t(h) * 8 * sizeof(float));
+      const auto* out = reinterpret_cast<const float*>(bytes.data());
+      int wrong = 0;
+      for (int i = 0; i < h; ++i)
+        for (int j = 0; j < 8; ++j)
+          if (!(out[i * 8 + j] == float(xin[i * w + j * stride])) && wrong++ < 5)
+            UNSCOPED_INFO("y[" << i << ", " << j << "] = " << out[i * 8 + j] << ", want " << float(xin[i * w + j * stride]));
+      CHECK(wrong == 0);
+    }
   }
 }

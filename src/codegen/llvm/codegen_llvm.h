@@ -116,6 +116,13 @@ class CodeGenLLVM {
   // A store under a run-time mask without mask registers: a plain store when every lane is on,
   // else llvm.masked.store.
   void store_unless_masked(llvm::Value* v, llvm::Value* at, llvm::Align align, llvm::Value* mask);
+  // whole() where every lane of `mask` is on, else partial(): one predictable branch (only a
+  // row's border vectors are partial) in place of a load the target cannot mask.
+  llvm::Value* unless_masked(llvm::Value* mask, const std::function<llvm::Value*()>& whole,
+                             const std::function<llvm::Value*()>& partial);
+  // `lanes` elements `stride` apart from addr, read with plain loads that stay inside their span.
+  llvm::Value* span_load(llvm::Type* elem, llvm::Value* addr, int64_t lanes, int64_t stride, llvm::Align align,
+                         const std::string& name);
   // Lanes [begin, begin + count) of vector v.
   llvm::Value* lanes_of(llvm::Value* v, unsigned begin, unsigned count);
   // True if evaluating e could fault (a load not provably in bounds, an integer division by a
