@@ -9,6 +9,7 @@
 #include "kiln/relay/attrs.h"
 #include "kiln/relay/type.h"
 #include "kiln/te/ops/nn_conv.h"
+#include "kiln/te/ops/nn_int8.h"
 
 namespace kiln::lower::detail {
 
@@ -32,6 +33,16 @@ bool scalar_with_empty_axes(const Tensor& x, size_t attr_entries);
 // The window of a conv op's call (strides, padding, dilation, groups; output_padding for a
 // transposed one).
 ConvNdAttrs conv_attrs(const relay::Attrs& a, bool transpose);
+
+// "NCHW" -> 0, "NCHW8c" -> 8 (relay's alter_layout convention).
+int64_t layout_block(const std::string& s);
+
+// An integer conv's blocks: NCHW (0) for nn.conv2d_integer, its data_layout and out_layout
+// for alter_layout's nn.conv2d_integer_NCHWc.
+Int8ConvIO integer_conv_io(const std::string& op, const relay::Attrs& a);
+
+// A depthwise weight [C, 1, KY, KX] as [C/b, KY, KX, b] (the blocked depthwise conv's).
+Tensor block_depthwise_weight(const Tensor& w, int64_t b, const std::string& name);
 
 void add_elemwise_lowerings();
 void add_transform_lowerings();

@@ -21,7 +21,8 @@ PadMode pad_mode(const std::string& mode) {
   return PadMode::Wrap;
 }
 
-// "NCHW" -> 0, "NCHW8c" -> 8 (relay's alter_layout convention).
+}  // namespace
+
 int64_t layout_block(const std::string& s) {
   if (s == "NCHW") return 0;
   bool ok = s.size() > 5 && s.compare(0, 4, "NCHW") == 0 && s.back() == 'c' &&
@@ -29,8 +30,6 @@ int64_t layout_block(const std::string& s) {
   KILN_USER_CHECK(ok) << "layout '" << s << "' is not NCHW or NCHW<x>c";
   return std::stoll(s.substr(4, s.size() - 5));
 }
-
-}  // namespace
 
 void add_transform_lowerings() {
   set_lowering("layout_transform", [](const Inputs& in, const Attrs& a, const relay::Type&) -> Lowered {

@@ -25,7 +25,7 @@ OpFamily family_of(const relay::FusedGroup& group) {
   if (op == "nn.conv1d" || op == "nn.conv2d" || op == "nn.conv3d") return OpFamily::kConv;
   if (op == "nn.dense") return OpFamily::kDense;
   if (op == "nn.matmul") return OpFamily::kMatmul;
-  if (op == "nn.conv2d_integer") return OpFamily::kConvInteger;
+  if (op == "nn.conv2d_integer" || op == "nn.conv2d_integer_NCHWc") return OpFamily::kConvInteger;
   if (op == "nn.dense_integer") return OpFamily::kDenseInteger;
   if (starts("nn.max_pool") || starts("nn.avg_pool") || starts("nn.lp_pool")) return OpFamily::kPool;
   if (op == "nn.global_avg_pool" || op == "nn.global_max_pool") return OpFamily::kGlobalPool;

@@ -230,12 +230,40 @@ bool winograd_int8_pays(const relay::CallNode& call, const ConvNdAttrs& a, const
   return layout.group == 2 && c <= te::ops::kWinogradInt8MaxChannels && winograd_shape_pays(call, a, u_bytes);
 }
 
+// A depthwise integer conv: the float depthwise templates over a plane of x - zero point (exact
+// sums, nn_int8.h), the weight's int8 values packed as float32 for broadcasts from memory; in
+// NCHW or in NCHW[b]c (`block`).
+Strategy depthwise_integer(const ConvNdAttrs& a, int64_t block, const Target& t) {
+  const std::string name = "dwconv_int8";
+  Strategy s = block ? anchored("depthwise_int8_nchwc", schedule::schedule_depthwise_nchwc_cpu)
+                     : anchored("depthwise_int8", schedule::schedule_depthwise_cpu);
+  const int64_t lanes = t.lanes(32);
+  auto lower_with = [a, lanes, name](const Tensor& x, const Tensor& w, const Tensor& zp) {
+    return te::ops::depthwise_conv2d_int8(x, w, scalar_value(zp), a, lanes, name);
+  };
+  s.lower = single([lower_with, block, name](const Inputs& in) {
+    return lower_with(in[0], block ? block_depthwise_weight(in[1], block, name) : in[1], in[2]);
+  });
+  WeightPacking p;
+  p.arg = 1;
+  p.pack = [block](const relay::HostTensor& wt) {
+    const relay::Shape& ws = wt.shape();
+    relay::HostTensor w = block ? pack_conv_weight(wt, ws[0], block).reshaped({ws[0] / block, ws[2], ws[3], block}) : wt;
+    return relay::HostTensor::from_doubles(relay::DataType::f32(), w.shape(), w.to_doubles());
+  };
+  p.lower_packed = single([lower_with](const Inputs& in) { return lower_with(in[0], in[1], in[2]); });
+  s.packing = p;
+  return s;
+}
+
 Strategy conv_integer(const FusedGroup& g, const Target& t, const StrategyOptions& o) {
   const relay::CallNode& call = anchor_call(g);
   const ConvNdAttrs a = conv_attrs(call.attrs, false);
   const te::ops::Int8Layout layout = schedule::int8_layout(t);
-  const int64_t oc = tensor_type(call.type).shape[1];
-  if (o.winograd && winograd_int8_pays(call, a, layout)) {
+  const te::ops::Int8ConvIO io = integer_conv_io(call.op_name(), call.attrs);
+  const int64_t oc = tensor_type(call.args[1]->type).shape[0];
+  if (a.groups > 1) return depthwise_integer(a, io.in_block, t);
+  if (io.out_block == 0 && o.winograd && winograd_int8_pays(call, a, layout)) {
     Strategy s = anchored("conv_winograd_int8", schedule::schedule_conv_winograd_int8_cpu);
     const int64_t lanes = layout.lanes;
     s.lower = single([a, oc, lanes](const Inputs& in) {
@@ -251,11 +279,14 @@ Strategy conv_integer(const FusedGroup& g, const Target& t, const StrategyOption
     s.packing = p;
     return s;
   }
-  return int8_strategy("conv_int8", schedule::schedule_conv2d_int8_cpu, layout, single([a, layout](const Inputs& in) {
-    return te::ops::conv2d_int8(in[0], in[1], scalar_value(in[2]), a, layout, "conv_int8", in[3]);
-  }), single([a, layout, oc](const Inputs& in) {
-    return te::ops::conv2d_int8_packed(in[0], in[1], oc, scalar_value(in[2]), a, layout, "conv_int8", in[3]);
-  }));
+  return int8_strategy(io.out_block ? "conv_int8_nchwc" : "conv_int8", schedule::schedule_conv2d_int8_cpu, layout,
+                       single([a, layout, io](const Inputs& in) {
+                         return te::ops::conv2d_int8(in[0], in[1], scalar_value(in[2]), a, layout, "conv_int8", in[3], io);
+                       }),
+                       single([a, layout, oc, io](const Inputs& in) {
+                         return te::ops::conv2d_int8_packed(in[0], in[1], oc, scalar_value(in[2]), a, layout, "conv_int8",
+                                                            in[3], io);
+                       }));
 }
 
 Strategy dense_integer(const FusedGroup& g, const Target& t, const StrategyOptions&) {
@@ -271,6 +302,9 @@ Strategy dense_integer(const FusedGroup& g, const Target& t, const StrategyOptio
 }  // namespace
 
 bool cpu_conv_stays_nchw(const relay::CallNode& call, const Target& t, const StrategyOptions& o) {
+  // The integer Winograd conv reads and writes NCHW.
+  if (call.op_name() == "nn.conv2d_integer")
+    return o.winograd && winograd_int8_pays(call, conv_attrs(call.attrs, false), schedule::int8_layout(t));
   // The blocked kernels sum in the data type: float16 convs keep NCHW's float32 sums.
   if (tensor_type(call.type).dtype != relay::DataType::f32()) return true;
   const ConvNdAttrs a = conv_attrs(call.attrs, false);

@@ -1,4 +1,5 @@
-// Integer conv and dense (te/ops/nn_int8.h) under their CPU schedules, tensorized onto int8_dot:
+// Integer conv and dense (te/ops/nn_int8.h) under their CPU schedules, tensorized onto int8_dot
+// (the depthwise conv: the float depthwise templates' exact float32 sums), in NCHW and blocked:
 // exact against plain int64 reference loops at each x86 level this machine runs (the host's own
 // code: vpdpbusd where it has AVX-512 VNNI; x86-64-v3: AVX2's vpmaddwd; x86-64-v2: the plain
 // widening form), for int8 and uint8 data with non-zero zero points, padding, strides and
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "kiln/codegen/driver.h"
+#include "kiln/schedule/templates/anchor_cpu.h"
+#include "kiln/schedule/templates/depthwise_cpu.h"
 #include "kiln/schedule/templates/int8_cpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_int8.h"
@@ -89,6 +92,28 @@ size_t wrong_outputs(const codegen::Module& m, const ConvCase& q, ir::DataType x
 
 std::vector<std::string> x86_cpus() {
   return {Target::host().cpu, "x86-64-v3", "x86-64-v2"};
+}
+
+// NCHW values (N = 1) in NCHW[b]c order.
+std::vector<int> blocked(const std::vector<int>& v, int64_t c, int64_t hw, int64_t b) {
+  std::vector<int> out(v.size());
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t i = 0; i < hw; ++i) out[((ch / b) * hw + i) * b + ch % b] = v[ch * hw + i];
+  return out;
+}
+
+// Depthwise (one channel per group): the reference loop of a conv with c = 1 input channel
+// per output, run for each channel.
+std::vector<int64_t> depthwise_reference(const ConvCase& q, const std::vector<int>& x, int zp, const std::vector<int>& w) {
+  const ConvCase one{1, q.h, q.w, 1, q.k, q.stride, q.pad};
+  std::vector<int64_t> out;
+  for (int64_t ch = 0; ch < q.c; ++ch) {
+    std::vector<int> xc(x.begin() + ch * q.h * q.w, x.begin() + (ch + 1) * q.h * q.w);
+    std::vector<int> wc(w.begin() + ch * q.k * q.k, w.begin() + (ch + 1) * q.k * q.k);
+    std::vector<int64_t> o = conv_reference(one, xc, zp, wc);
+    out.insert(out.end(), o.begin(), o.end());
+  }
+  return out;
 }
 
 }  // namespace
@@ -257,4 +282,105 @@ TEST_CASE("the integer Winograd conv names a bad operand or a channel count its 
                       Contains(std::to_string(many) + " channels could overflow"));
   REQUIRE_THROWS_WITH(te::ops::winograd_int8_weight_transform(te::placeholder({8, 16, 3, 3}, kU8, "wu"), 8),
                       Contains("needs an int8 weight [OC, C, 3, 3], got wu"));
+}
+
+TEST_CASE("int8 conv2d in blocked NCHW[b]c is exact, from NCHW or blocked data", "[int8]") {
+  if (!Target::host().is_x86()) return;
+  const ConvCase q{16, 7, 9, 24, 3, 2, 1};
+  for (const std::string& cpu : x86_cpus()) {
+    Target target = Target::parse("llvm -mcpu=" + cpu);
+    te::ops::Int8Layout layout = schedule::int8_layout(target);
+    const int64_t b = layout.lanes == 16 ? 8 : layout.lanes;  // 24 outputs: whole blocks of b
+    for (int64_t in_block : {int64_t{0}, b}) {
+      const ir::DataType xt = in_block ? kU8 : kI8;
+      const int zp = xt.is_uint() ? 200 : -100;
+      te::Tensor x = in_block ? te::placeholder({1, q.c / b, q.h, q.w, b}, xt, "x")
+                              : te::placeholder({1, q.c, q.h, q.w}, xt, "x");
+      te::Tensor w = te::placeholder({q.oc, q.c, q.k, q.k}, kI8, "w");
+      te::Tensor conv = te::ops::conv2d_int8(x, w, ir::make_const(xt, zp), attrs_of(q), layout, "conv", te::Tensor(),
+                                             {in_block, b});
+      REQUIRE(conv.ndim() == 5);
+      schedule::Config cfg;
+      schedule::Schedule s = schedule::create({conv});
+      schedule::schedule_conv2d_int8_cpu(s, conv, conv, target, cfg);
+      codegen::Module m = codegen::build(s, {x, w, conv}, target, "conv");
+      INFO(cpu << ", data block " << in_block << ", config " << cfg.str());
+      std::vector<int> xv = values(q.c * q.h * q.w, xt, 21), wv = values(q.oc * q.c * 9, kI8, 22);
+      NDArray X = array_of(x.shape(), xt, in_block ? blocked(xv, q.c, q.h * q.w, b) : xv);
+      NDArray W = array_of(w.shape(), kI8, wv), Y = NDArray::empty(conv.shape(), runtime::make_dtype(kDLInt, 32));
+      test::run(m, "conv", {X, W, Y});
+      std::vector<int32_t> got = Y.to_vector<int32_t>();
+      const int64_t pixels = conv.shape()[2] * conv.shape()[3];
+      std::vector<int64_t> want = conv_reference(q, xv, zp, wv);
+      size_t wrong = 0;
+      for (int64_t o = 0; o < q.oc; ++o)
+        for (int64_t i = 0; i < pixels; ++i) wrong += got[((o / b) * pixels + i) * b + o % b] != want[o * pixels + i];
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("int8 depthwise conv2d sums exactly, in NCHW and blocked, at the extremes too", "[int8]") {
+  if (!Target::host().is_x86()) return;
+  // Windows of 3x3 (stride 1 and 2) and 5x5; case 0 at the extremes: x - zp = 255 or -255
+  // against weights of -128 in every tap.
+  const std::vector<ConvCase> cases = {{16, 9, 11, 16, 3, 1, 1}, {8, 12, 13, 8, 3, 2, 1}, {24, 7, 7, 24, 5, 1, 2}};
+  for (const std::string& cpu : x86_cpus()) {
+    Target target = Target::parse("llvm -mcpu=" + cpu);
+    const int64_t b = 8;
+    for (int64_t block : {int64_t{0}, b}) {
+      for (ir::DataType xt : {kU8, kI8}) {
+        for (size_t ci = 0; ci < cases.size(); ++ci) {
+          const ConvCase& q = cases[ci];
+          const bool extreme = ci == 0;
+          const int zp = extreme ? (xt.is_uint() ? 0 : 127) : (xt.is_uint() ? 131 : -7);
+          te::Tensor x = block ? te::placeholder({1, q.c / b, q.h, q.w, b}, xt, "x")
+                               : te::placeholder({1, q.c, q.h, q.w}, xt, "x");
+          te::Tensor w = block ? te::placeholder({q.c / b, q.k, q.k, b}, kI8, "w")
+                               : te::placeholder({q.c, 1, q.k, q.k}, kI8, "w");
+          te::ops::ConvNdAttrs a = attrs_of(q);
+          a.groups = q.c;
+          te::Tensor dw = te::ops::depthwise_conv2d_int8(x, w, ir::make_const(xt, zp), a, target.lanes(32), "dw");
+          schedule::Config cfg;
+          schedule::Schedule s = schedule::schedule_anchor_cpu(
+              {dw}, dw, block ? schedule::schedule_depthwise_nchwc_cpu : schedule::schedule_depthwise_cpu, target, cfg);
+          codegen::Module m = codegen::build(s, {x, w, dw}, target, "dw");
+          INFO(cpu << ", " << xt.str() << " data, block " << block << ", case " << ci << ", config " << cfg.str());
+          int fill_x = extreme ? (xt.is_uint() ? 255 : -128) : 1000, fill_w = extreme ? -128 : 1000;
+          std::vector<int> xv = values(q.c * q.h * q.w, xt, 31 + ci, fill_x), wv = values(q.c * q.k * q.k, kI8, 33 + ci, fill_w);
+          NDArray X = array_of(x.shape(), xt, block ? blocked(xv, q.c, q.h * q.w, b) : xv);
+          NDArray W = array_of(w.shape(), kI8, block ? blocked(wv, q.c, q.k * q.k, b) : wv);
+          NDArray Y = NDArray::empty(dw.shape(), runtime::make_dtype(kDLInt, 32));
+          test::run(m, "dw", {X, W, Y});
+          std::vector<int32_t> got = Y.to_vector<int32_t>();
+          std::vector<int64_t> want = depthwise_reference(q, xv, zp, wv);
+          const int64_t pixels = dw.shape()[2] * dw.shape()[3];
+          size_t wrong = 0;
+          for (int64_t ch = 0; ch < q.c; ++ch)
+            for (int64_t i = 0; i < pixels; ++i)
+              wrong += got[block ? ((ch / b) * pixels + i) * b + ch % b : ch * pixels + i] != want[ch * pixels + i];
+          CHECK(wrong == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the int8 depthwise conv names an operand of a wrong dtype or shape", "[int8]") {
+  te::ops::ConvNdAttrs a;
+  a.strides = {1, 1};
+  a.padding = {1, 1, 1, 1};
+  a.dilation = {1, 1};
+  a.groups = 8;
+  te::Tensor x = te::placeholder({1, 8, 6, 6}, kU8, "x");
+  te::Tensor w = te::placeholder({8, 1, 3, 3}, kI8, "w");
+  REQUIRE_THROWS_WITH(te::ops::depthwise_conv2d_int8(te::placeholder({1, 8, 6, 6}, ir::DataType::f32(), "xf"), w,
+                                                     ir::make_const(ir::DataType::f32(), 0), a, 8),
+                      Contains("data 'xf' must be int8 or uint8, got float32"));
+  REQUIRE_THROWS_WITH(te::ops::depthwise_conv2d_int8(x, te::placeholder({8, 1, 3, 3}, kU8, "wu"), ir::make_const(kU8, 0), a, 8),
+                      Contains("weight 'wu' must be int8"));
+  REQUIRE_THROWS_WITH(te::ops::depthwise_conv2d_int8(x, w, ir::make_const(kI8, 0), a, 8),
+                      Contains("the data's zero point must be uint8, got int8"));
+  REQUIRE_THROWS_WITH(te::ops::depthwise_conv2d_int8(te::placeholder({8, 6, 6}, kU8, "x3"), w, ir::make_const(kU8, 0), a, 8),
+                      Contains("data 'x3' and weight 'w' must be [N, C, H, W] and [OC, 1, KY, KX]"));
 }

@@ -1,6 +1,6 @@
 // relay::realize_integer_ops: the QDQ pattern dequantize -> conv2d / dense / matmul -> quantize
 // becomes nn.conv2d_integer / nn.dense_integer and one dequantize of the int32 sums (graph text
-// before/after, refusals), and the compiled model agrees with the float computation on the
+// before/after, refusals), alter_layout blocks the integer convs, and the compiled model agrees with the float computation on the
 // dequantized values (CompileOptions::int8_kernels false) within one quantization step of the
 // output, equal on almost every element (a step apart only where the two roundings straddle a
 // tie), at every x86 level this machine runs.
@@ -42,6 +42,22 @@ struct QdqConv {
   bool per_channel_data = false;
 };
 
+// conv2d(dx, dequantized int8 weights, per-channel scales) + bias -> quantize -> dequantize.
+relay::Expr qdq_conv_of(const relay::Expr& dx, const QdqConv& q, int64_t seed) {
+  const int64_t cg = q.c / q.groups;
+  std::vector<double> ws(q.oc);
+  for (int64_t o = 0; o < q.oc; ++o) ws[o] = 0.001 * (1 + o % 5);
+  relay::Expr w = dequantize(konst(DataType::i8(), {q.oc, cg, 3, 3}, int8_values(q.oc * cg * 9, seed)), cst({q.oc}, ws),
+                             konst(DataType::i8(), {q.oc}, std::vector<double>(q.oc, q.weight_zero_point)), 0);
+  Attrs a = conv_attrs();
+  a.set_int("groups", q.groups);
+  relay::Expr conv = call("nn.conv2d", {dx, w}, a, "Conv_" + std::to_string(seed));
+  std::vector<double> bias(q.oc);
+  for (int64_t o = 0; o < q.oc; ++o) bias[o] = 0.01 * (o % 7) - 0.03;
+  relay::Expr b = call("nn.bias_add", {conv, cst({q.oc}, bias)}, Attrs().set_int("axis", 1));
+  return dequantize(quantize(b, 0.05, -5), scalar(0.05), kscalar(DataType::i8(), -5), 1);
+}
+
 // x -> quantize -> dequantize -> conv2d(dequantized int8 weights, per-channel scales) + bias ->
 // quantize -> dequantize: the QDQ form of ONNX Runtime's quantizer.
 Module qdq_conv(const QdqConv& q) {
@@ -53,19 +69,7 @@ Module qdq_conv(const QdqConv& q) {
                                     cst({q.c}, std::vector<double>(q.c, 0.02)),
                                     konst(DataType::i8(), {q.c}, std::vector<double>(q.c, 3)), 1)
                        : dequantize(quantize(x, 0.02, 3), scalar(0.02), kscalar(DataType::i8(), 3), 1);
-  const int64_t cg = q.c / q.groups;
-  std::vector<double> ws(q.oc);
-  for (int64_t o = 0; o < q.oc; ++o) ws[o] = 0.001 * (1 + o % 5);
-  relay::Expr w = dequantize(konst(DataType::i8(), {q.oc, cg, 3, 3}, int8_values(q.oc * cg * 9, 1)), cst({q.oc}, ws),
-                             konst(DataType::i8(), {q.oc}, std::vector<double>(q.oc, q.weight_zero_point)), 0);
-  Attrs a = conv_attrs();
-  a.set_int("groups", q.groups);
-  relay::Expr conv = call("nn.conv2d", {dx, w}, a, "Conv_0");
-  std::vector<double> bias(q.oc);
-  for (int64_t o = 0; o < q.oc; ++o) bias[o] = 0.01 * (o % 7) - 0.03;
-  relay::Expr b = call("nn.bias_add", {conv, cst({q.oc}, bias)}, Attrs().set_int("axis", 1));
-  relay::Expr y = dequantize(quantize(b, 0.05, -5), scalar(0.05), kscalar(DataType::i8(), -5), 1);
-  return Module::make({x}, {y}, {"y"});
+  return Module::make({x}, {qdq_conv_of(dx, q, 1)}, {"y"});
 }
 
 int count_ops(const Module& m, const std::string& op) {
@@ -75,34 +79,41 @@ int count_ops(const Module& m, const std::string& op) {
   return n;
 }
 
-std::vector<double> run(const Module& m, const std::string& target, bool int8, const std::vector<double>& x) {
+std::vector<double> run(const Module& m, const std::string& target, bool int8, const std::vector<double>& x,
+                        CompileOptions::Layout layout) {
   CompileOptions o;
   o.target = kiln::Target::parse(target);
   o.int8_kernels = int8;
+  o.layout = layout;
   kiln::CompiledModel c = kiln::compile(m, o);
   const relay::Expr& p = m.params[0];
   auto out = run_plan(c, {{"x", HostTensor::from_doubles(DataType::f32(), p.tensor_type().shape, x)}});
   return out.at("y").to_doubles();
 }
 
-// Integer kernels against the float computation: steps apart at most one, and rarely.
+// Integer kernels against the float computation: steps apart at most one, and rarely; in the
+// layout the compiler picks (blocked where it pays) and in NCHW.
 void check_against_float(const Module& m, int64_t numel, double step) {
   std::vector<double> x(static_cast<size_t>(numel));
   for (int64_t i = 0; i < numel; ++i) x[i] = std::sin(0.37 * i) * 2.2;
+  using Layout = CompileOptions::Layout;
   for (const std::string& target : {std::string("llvm"), std::string("llvm -mcpu=x86-64-v3")}) {
     if (target != "llvm" && !kiln::Target::host().is_x86()) continue;
-    std::vector<double> got = run(m, target, true, x), want = run(m, target, false, x);
-    REQUIRE(got.size() == want.size());
-    size_t off = 0;
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      double steps = std::fabs(got[i] - want[i]) / step;
-      worst = std::max(worst, steps);
-      off += steps > 0.5;
+    for (Layout layout : {Layout::kAuto, Layout::kNCHW}) {
+      std::vector<double> got = run(m, target, true, x, layout), want = run(m, target, false, x, layout);
+      REQUIRE(got.size() == want.size());
+      size_t off = 0;
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        double steps = std::fabs(got[i] - want[i]) / step;
+        worst = std::max(worst, steps);
+        off += steps > 0.5;
+      }
+      INFO(target << ", layout " << (layout == Layout::kNCHW ? "NCHW" : "auto") << ": " << off << " of " << got.size()
+                  << " outputs a step apart");
+      CHECK(worst <= 1.0 + 1e-4);
+      CHECK(off * 100 <= got.size());
     }
-    INFO(target << ": " << off << " of " << got.size() << " outputs a step apart");
-    CHECK(worst <= 1.0 + 1e-4);
-    CHECK(off * 100 <= got.size());
   }
 }
 
@@ -123,6 +134,49 @@ TEST_CASE("realize_integer_ops: dequantize -> conv2d becomes conv2d_integer and 
   CHECK(text.find("int32[1,20,9,9]") != std::string::npos);
   CHECK(text.find(", axis=1) : float32[1,20,9,9]") != std::string::npos);
   check_against_float(m, 6 * 81, 0.05);
+}
+
+TEST_CASE("realize_integer_ops: a depthwise conv becomes a depthwise conv2d_integer", "[graph][int8]") {
+  QdqConv q;
+  q.c = q.oc = q.groups = 16;
+  Module m = infer_types(qdq_conv(q));
+  Module r = realize_integer_ops(m);
+  CHECK(count_ops(r, "nn.conv2d") == 0);
+  CHECK(count_ops(r, "nn.conv2d_integer") == 1);
+  std::string text = to_string(r);
+  INFO(text);
+  CHECK(text.find("groups=16") != std::string::npos);
+  CHECK(text.find("int32[1,16,9,9]") != std::string::npos);
+  check_against_float(m, 16 * 81, 0.05);
+}
+
+TEST_CASE("alter_layout: integer convs exchange blocked int8 tensors, the first reading NCHW as it is",
+          "[graph][int8][alter_layout]") {
+  // x -> QDQ -> conv 8 -> 16 -> QDQ -> depthwise 16 -> QDQ -> y, as a mobilenet block.
+  relay::Expr x = var("x", {1, 8, 9, 9});
+  relay::Expr dx = dequantize(quantize(x, 0.02, 3), scalar(0.02), kscalar(DataType::i8(), 3), 1);
+  QdqConv expand;
+  expand.c = 8;
+  expand.oc = 16;
+  QdqConv depthwise;
+  depthwise.c = depthwise.oc = depthwise.groups = 16;
+  relay::Expr y = qdq_conv_of(qdq_conv_of(dx, expand, 1), depthwise, 2);
+  Module m = infer_types(Module::make({x}, {y}, {"y"}));
+  relay::AlterLayoutOptions lo;
+  lo.max_block = 8;
+  Module b = infer_types(relay::alter_layout(realize_integer_ops(m), lo));
+  std::string text = to_string(b);
+  INFO(text);
+  CHECK(count_ops(b, "nn.conv2d_integer_NCHWc") == 2);
+  CHECK(count_ops(b, "nn.conv2d_integer") == 0);
+  // Per-channel dequantizes of the sums: a cast and a product with the scales in blocks.
+  CHECK(count_ops(b, "multiply") == 2);
+  CHECK(text.find("float32[1,2,1,1,8]") != std::string::npos);
+  // The int8 values between the convs stay blocked; the only transform is the output's.
+  CHECK(count_ops(b, "layout_transform") == 1);
+  CHECK(text.find("data_layout=\"NCHW\"") != std::string::npos);
+  CHECK(text.find("int8[1,2,9,9,8]") != std::string::npos);
+  check_against_float(m, 8 * 81, 0.05);
 }
 
 TEST_CASE("realize_integer_ops leaves what integer kernels cannot compute exactly in float", "[graph][int8]") {
@@ -185,5 +239,14 @@ TEST_CASE("nn.conv2d_integer and nn.dense_integer name the operand of a wrong ty
   Attrs a = conv_attrs();
   a.set_int("groups", 2);
   REQUIRE_THROWS_WITH(call("nn.conv2d_integer", {img, i8({4, 4, 3, 3}), kscalar(DataType::i8(), 0), sums(4)}, a),
-                      Catch::Matchers::Contains("integer convolutions of one group only, got groups 2"));
+                      Catch::Matchers::Contains("integer convolutions of one group or depthwise") &&
+                          Catch::Matchers::Contains("got groups 2 with weight [4,4,3,3]"));
+  relay::Expr blocked = make_var("blocked", tensor_type(DataType::i8(), {1, 2, 6, 6, 4}));
+  Attrs nchwc = conv_attrs();
+  nchwc.set_int("groups", 1).set_str("data_layout", "NCHW4c").set_str("out_layout", "NCHW3c");
+  REQUIRE_THROWS_WITH(call("nn.conv2d_integer_NCHWc", {blocked, i8({4, 8, 3, 3}), kscalar(DataType::i8(), 0), sums(4)}, nchwc),
+                      Catch::Matchers::Contains("4 output channels are not whole blocks of 3"));
+  nchwc.set_str("data_layout", "NCHW8c");
+  REQUIRE_THROWS_WITH(call("nn.conv2d_integer_NCHWc", {blocked, i8({4, 8, 3, 3}), kscalar(DataType::i8(), 0), sums(4)}, nchwc),
+                      Catch::Matchers::Contains("data [1,2,6,6,4] is not NCHW8c"));
 }

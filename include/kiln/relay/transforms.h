@@ -109,7 +109,10 @@ struct AlterLayoutOptions {
 // Rewrites 2-d convolutions (groups == 1, constant weight) from NCHW to blocked NCHW[x]c as
 // nn.conv2d_NCHWc on data [N, C/x, H, W, x] and a weight pre-packed to [O/y, C/x, KH, KW, x, y],
 // and depthwise ones (groups == C == OC) as nn.depthwise_conv2d_NCHWc with a weight [C/x, KH,
-// KW, x] (x the producer's block when it divides C).
+// KW, x] (x the producer's block when it divides C). Integer convs (nn.conv2d_integer, of one
+// group or depthwise) become nn.conv2d_integer_NCHWc with their weights as they are (the CPU
+// strategy packs them), reading NCHW data as it is; per-tensor quantize/dequantize keep the
+// blocks, and the per-channel dequantize of their sums becomes cast * blocked scales.
 // Elementwise ops, and broadcast ops whose other operands are per-channel or scalar constants
 // (repacked) or blocked alike, stay in the blocked layout; everything else gets NCHW back through
 // layout_transform. Transforms are made only where a consumer needs another layout, so adjacent
@@ -121,6 +124,7 @@ Module alter_layout(const Module& m, const AlterLayoutOptions& options = AlterLa
 // the compiler weighs to keep a blocked layout).
 struct LayoutTraffic {
   int64_t transformed = 0, blocked = 0;
+  int64_t integer = 0;  // of `blocked`, what integer convs write
 };
 LayoutTraffic layout_traffic(const Module& m);
 

@@ -72,8 +72,9 @@ class LayoutRewriter {
       plain_[e.get()] = rebuild(e);
       return;
     }
-    if (try_conv(e, c) || try_depthwise(e, c) || try_elementwise(e, c) || try_broadcast(e, c) || try_concat(e, c) ||
-        try_global_pool(e, c) || try_pool(e, c) || try_channel_slice(e, c))
+    if (try_conv(e, c) || try_depthwise(e, c) || try_conv_integer(e, c) || try_quantize(e, c) ||
+        try_elementwise(e, c) || try_broadcast(e, c) || try_concat(e, c) || try_global_pool(e, c) || try_pool(e, c) ||
+        try_channel_slice(e, c))
       return;
     plain_[e.get()] = rebuild(e);
   }
@@ -157,6 +158,60 @@ class LayoutRewriter {
     Expr conv = make_call("nn.depthwise_conv2d_NCHWc",
                           {blocked(c->args[0], b), make_constant(packed.reshaped({ch / b, ws[2], ws[3], b}))}, a, c->name);
     blocked_[e.get()] = {conv, b};
+    return true;
+  }
+
+  // An integer conv of one group or depthwise (realize_integer_ops): its int32 sums in blocks of
+  // the output channels. A conv of one group reads its data in the producer's blocks, or in NCHW
+  // when the producer is plain (the int8 kernel packs either, so no transform); a depthwise
+  // conv's data has its output's blocks. Blocked, an int8 conv writes each pixel's outputs as one
+  // vector and the depthwise conv keeps channels in lanes (no strided windows).
+  bool try_conv_integer(const Expr& e, const CallNode* c) {
+    if (c->op_name() != "nn.conv2d_integer" || (opts_.keep_plain && opts_.keep_plain(*c))) return false;
+    const Shape& out = c->type.as<TensorTypeNode>()->shape;
+    const int64_t cin = c->args[0].tensor_type().shape[1];
+    const bool depthwise = c->attrs.get_int("groups") != 1;
+    if (depthwise && out[1] != cin) return false;  // a channel multiplier: blocks would span groups
+    int64_t x = block_of(c->args[0]);
+    if (x != 0 && cin % x != 0) x = 0;
+    int64_t y = depthwise && x ? x : output_block(out[1], opts_.max_block);
+    if (y == 1) return false;
+    if (depthwise) x = y;
+    Attrs a = c->attrs;
+    a.set_str("data_layout", x ? blocked_layout(x) : "NCHW").set_str("out_layout", blocked_layout(y));
+    Expr data = x ? blocked(c->args[0], x) : plain(c->args[0]);
+    Expr conv = make_call("nn.conv2d_integer_NCHWc", {data, c->args[1], c->args[2], c->args[3]}, a, c->name);
+    blocked_[e.get()] = {conv, y};
+    return true;
+  }
+
+  // quantize / dequantize of a blocked value: per tensor, the blocks stay (scalars broadcast
+  // over any layout); the per-channel dequantize of an integer conv's sums (no zero point)
+  // becomes cast * scale with the scale in blocks [1, C/b, 1, 1, b], the same float product.
+  bool try_quantize(const Expr& e, const CallNode* c) {
+    const std::string& op = c->op_name();
+    if (op != "quantize" && op != "dequantize") return false;
+    const int64_t b = block_of(c->args[0]);
+    if (b == 0) return false;
+    bool scalars = true;
+    for (size_t i = 1; i < c->args.size(); ++i) scalars = scalars && c->args[i].tensor_type().rank() == 0;
+    Expr x = blocked_.at(c->args[0].get()).first;
+    if (scalars) {
+      std::vector<Expr> args = c->args;
+      args[0] = x;
+      blocked_[e.get()] = {make_call(*c->op, args, c->attrs, c->name), b};
+      return true;
+    }
+    const Shape& in = c->args[0].tensor_type().shape;
+    const auto* scale = c->args[1].as<ConstantNode>();
+    if (op != "dequantize" || c->args.size() != 2 || !scale || c->attrs.get_int("axis") != 1 || in.size() != 4 ||
+        scale->value.rank() != 1)
+      return false;
+    const DataType st = scale->value.dtype();
+    Expr wide = make_call(get_op("cast"), {x}, Attrs().set_str("dtype", st.str()));
+    Expr scaled = make_call(get_op("multiply"), {wide, make_constant(scale->value.reshaped({1, in[1] / b, 1, 1, b}))},
+                            Attrs(), c->name);
+    blocked_[e.get()] = {scaled, b};
     return true;
   }
 
@@ -304,7 +359,8 @@ LayoutTraffic layout_traffic(const Module& m) {
     const std::string& op = c->op_name();
     int64_t n = num_elements(c->type.as<TensorTypeNode>() ? c->type.as<TensorTypeNode>()->shape : Shape{});
     if (op == "layout_transform") t.transformed += n;
-    if (op == "nn.conv2d_NCHWc" || op == "nn.depthwise_conv2d_NCHWc") t.blocked += n;
+    if (op == "nn.conv2d_NCHWc" || op == "nn.depthwise_conv2d_NCHWc" || op == "nn.conv2d_integer_NCHWc") t.blocked += n;
+    if (op == "nn.conv2d_integer_NCHWc") t.integer += n;
   }
   return t;
 }

@@ -10,7 +10,8 @@
 // alike (its scale along the last axis), and matmul with a constant 2-D B (transposed to dense's
 // [N, K]). Required: per-tensor data scale and zero point, int8 weights with zero points 0
 // (symmetric, as ONNX Runtime's quantizer makes them), per-tensor or per-output weight scales,
-// 2-d convs of one group. Anything else keeps the float op on dequantized values.
+// 2-d convs of one group or depthwise (groups = channels). Anything else keeps the float op on
+// dequantized values.
 #include <optional>
 
 #include "kiln/relay/transforms.h"
@@ -105,7 +106,10 @@ class IntegerRealizer : public ExprMutator {
   std::optional<Expr> conv(const CallNode* c) {
     auto x = match_dequantize(c->args[0]);
     auto w = match_dequantize(c->args[1]);
-    if (!x || !w || !per_tensor_data(*x) || c->attrs.get_int("groups") != 1) return std::nullopt;
+    if (!x || !w || !per_tensor_data(*x)) return std::nullopt;
+    const int64_t groups = c->attrs.get_int("groups"), channels = x->q.tensor_type().shape[1];
+    const bool depthwise = groups == channels && w->q.tensor_type().shape[1] == 1;
+    if (groups != 1 && !depthwise) return std::nullopt;
     const HostTensor* wq = symmetric_weight(*w, 0);
     if (!wq) return std::nullopt;
     DataType xt = x->q.tensor_type().dtype;

@@ -191,6 +191,8 @@ Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::T
   // more rows: a matmul padded to whole register tiles).
   te::Tensor tiled = outputs.size() == 1 && outputs[0].shape() == op_output.shape() ? outputs[0] : anchor;
   // The anchor's own stages stay (its template places them); everything else injective inlines.
+  // Its own: named after the op ("<name>.pad" beside "<name>.acc").
+  const std::string& own = op_output.op().name();
   std::vector<te::Tensor> keep = {anchor};
   std::vector<te::Tensor> frontier = anchor.op().input_tensors();
   while (!frontier.empty()) {
@@ -198,7 +200,7 @@ Schedule schedule_anchor_cpu(const std::vector<te::Tensor>& outputs, const te::T
     frontier.pop_back();
     if (!t.op().as<te::ComputeOpNode>()) continue;
     const std::string& n = t.op().name();
-    if (!starts_with(n, anchor.op().name())) continue;  // a fused producer, not the anchor's own
+    if (!starts_with(n, own)) continue;  // a fused producer, not the anchor's own
     if (ends_with(n, ".grouped")) continue;             // a pure view: inline
     keep.push_back(t);
     for (const te::Tensor& in : t.op().input_tensors()) frontier.push_back(in);

@@ -193,7 +193,10 @@ void schedule_depthwise_nchwc_cpu(Schedule& s, const te::Tensor& tiled, const te
     const auto* pk = conv.op().as<te::ComputeOpNode>();
     int64_t taps = 1;
     for (const ir::IterVar& r : pk->reduce_axis) taps *= ir::as_const_int(r->dom.extent).value_or(1);
-    int64_t at = cfg.define_knob("pad_at", {0, 1, 2}, taps <= 9 || target.facts.mask_registers ? 2 : 0);
+    // A plane that converts what it reads (an integer conv's int8 x - zero point as float) is
+    // made once per task (0), not converted again at each of a pixel's taps (2).
+    const bool converts = pad.op().input_tensors()[0].dtype() != pad.dtype();
+    int64_t at = cfg.define_knob("pad_at", {0, 1, 2}, !converts && (taps <= 9 || target.facts.mask_registers) ? 2 : 0);
     if (at == 2) s[pad].compute_inline();
     else place_pad(s, pad, s[tiled], task, at == 1, target.lanes(32));
   }

@@ -130,11 +130,23 @@ void schedule_conv2d_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Te
 
   if (!conv.same_as(tiled)) s[conv].compute_inline();
   Stage out = s[tiled];
-  auto ax = out.op_axis();  // n, c, h, w
-  auto [oco, oci] = out.split(ax[1], L * ocp);
+  auto ax = out.op_axis();  // n, c, h, w; blocked: n, c block, h, w, lane
+  const bool blocked_out = conv.ndim() == 5;
+  // A tile's outputs: ocp blocks of L channels (in NCHW), or the blocks of y channels that
+  // cover them (NCHW[y]c; y is L unless the target's vectors are wider than its int8_dot's).
+  int64_t per = L * ocp;
+  if (blocked_out) {
+    per = std::max<int64_t>(1, L * ocp / conv.shape()[4]);
+    while (conv.shape()[1] % per != 0) --per;
+  }
+  auto [oco, oci] = out.split(ax[1], per);
   auto [owo, owi] = out.split(ax[3], owr);
-  out.reorder({ax[0], oco, ax[2], owo, oci, owi});
+  std::vector<ir::IterVar> order = {ax[0], oco, ax[2], owo, oci, owi};
+  if (blocked_out) order.push_back(ax[4]);
+  out.reorder(order);
   out.unroll(owi);
+  // Blocked, each pixel's y outputs are one contiguous vector: requantized and stored whole.
+  if (blocked_out) out.vectorize(ax[4]);
   fuse_parallel(out, {ax[0], oco, ax[2]});
 
   Stage b = s[blocked];

@@ -75,8 +75,13 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, con
 // when longer than that: whole vectors fill them.
 int64_t round_row(int64_t n, int64_t multiple) { return n > multiple ? (n + multiple - 1) / multiple * multiple : n; }
 
-// x zero-padded on its spatial dims, or x itself when no pad is set.
-Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, int64_t row_multiple, const std::string& name) {
+// A map of the values read from a conv's input into its padded plane (null: as they are).
+using PlaneMap = std::function<Expr(const Expr&)>;
+
+// x zero-padded on its spatial dims, or x itself when no pad is set and no `map` (whose
+// results, of type `plane`, the plane then holds).
+Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, int64_t row_multiple, const std::string& name,
+                   const PlaneMap& map = nullptr, ir::DataType plane = ir::DataType::f32()) {
   size_t d = a.dims();
   std::vector<int64_t> before(2, 0), after(2, 0);
   bool any = false;
@@ -85,10 +90,10 @@ Tensor pad_spatial(const Tensor& x, const ConvNdAttrs& a, int64_t row_multiple, 
     after.push_back(a.padding[d + i]);
     any = any || a.padding[i] || a.padding[d + i];
   }
-  if (!any) return x;
+  if (!any && !map) return x;
   int64_t w = x.shape().back() + before.back() + after.back();
   after.back() += round_row(w, row_multiple) - w;
-  return pad_masked(x, before, after, ir::make_zero(x.dtype()), name);
+  return pad_masked(x, before, after, ir::make_zero(map ? plane : x.dtype()), name, map);
 }
 
 }  // namespace
@@ -249,6 +254,14 @@ Tensor conv2d_gemm(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const
 
 Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,
                          const std::string& name) {
+  // float16 sums in float32: the reduction is "<name>.acc", and <name> rounds it once (a float16
+  // sum rounding every product and addition measured 1.5x ONNX's tolerance on a causal conv).
+  return depthwise_conv_nd_mapped(x, w, a, row_multiple, name, nullptr, compute_type(x.dtype()), x.dtype());
+}
+
+Tensor depthwise_conv_nd_mapped(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,
+                                const std::string& name, const std::function<Expr(const Expr&)>& map,
+                                ir::DataType acc_t, ir::DataType out_t) {
   ConvShape s = conv_shape(x, w, a, name);
   KILN_USER_CHECK(s.cg == 1) << name << ": depthwise convolution needs one input channel per group, weight "
                              << w.name() << " has " << s.cg;
@@ -263,19 +276,16 @@ Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
   auto spatial_index = [&](const std::vector<Var>& v, size_t i) {
     return v[2 + i] * c32(a.strides[i]) + rk[i] * c32(a.dilation[i]);
   };
-  // float16 sums in float32: the reduction is "<name>.acc", and <name> rounds it once (a float16
-  // sum rounding every product and addition measured 1.5x ONNX's tolerance on a causal conv).
-  const ir::DataType acc_t = compute_type(x.dtype());
-  const bool widen = acc_t != x.dtype();
+  const ir::DataType plane_t = map ? acc_t : x.dtype();
   auto finish = [&](const Tensor& acc) {
-    if (!widen) return acc;
+    if (acc_t == out_t) return acc;
     return compute(out_shape, [&](const std::vector<Var>& v) {
-      return ir::cast(x.dtype(), acc(std::vector<Expr>(v.begin(), v.end())));
+      return ir::cast(out_t, acc(std::vector<Expr>(v.begin(), v.end())));
     }, name);
   };
-  const std::string red_name = widen ? name + ".acc" : name;
+  const std::string red_name = acc_t != out_t ? name + ".acc" : name;
   if (sw == 1) {
-    Tensor xp = pad_spatial(x, a, row_multiple, name + kPadSuffix);
+    Tensor xp = pad_spatial(x, a, row_multiple, name + kPadSuffix, map, plane_t);
     return finish(compute(out_shape, [&](const std::vector<Var>& v) {
       std::vector<Expr> xi = {v[0], mult == 1 ? Expr(v[1]) : v[1] / c32(mult)};
       std::vector<Expr> wi = {v[1], Expr(0)};
@@ -306,7 +316,7 @@ Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
     Expr p = v[2 + last + 1] * c32(sw) + v[2 + last] - c32(a.padding[last]);
     add(p >= 0 && p < c32(s.in[last]));
     src.push_back(p);
-    return ir::select(inside, x(src), ir::make_zero(x.dtype()));
+    return ir::select(inside, map ? map(x(src)) : x(src), ir::make_zero(plane_t));
   }, name + kPadSuffix);
   return finish(compute(out_shape, [&](const std::vector<Var>& v) {
     std::vector<Expr> xi = {v[0], mult == 1 ? Expr(v[1]) : v[1] / c32(mult)};
@@ -386,7 +396,8 @@ struct BlockedWindow {
   int64_t oh = 0, ow = 0;
   Tensor xp;
 };
-BlockedWindow blocked_window(const Tensor& x, int64_t kh, int64_t kw, const ConvNdAttrs& a, const std::string& name) {
+BlockedWindow blocked_window(const Tensor& x, int64_t kh, int64_t kw, const ConvNdAttrs& a, const std::string& name,
+                             const PlaneMap& map = nullptr, ir::DataType plane = ir::DataType::f32()) {
   BlockedWindow bw;
   int64_t k[2] = {kh, kw}, o[2];
   for (int i = 0; i < 2; ++i) {
@@ -398,9 +409,9 @@ BlockedWindow blocked_window(const Tensor& x, int64_t kh, int64_t kw, const Conv
   bw.oh = o[0];
   bw.ow = o[1];
   bool padded = a.padding[0] || a.padding[1] || a.padding[2] || a.padding[3];
-  bw.xp = padded ? pad_masked(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0},
-                              ir::make_zero(x.dtype()), name + kPadSuffix)
-                 : x;
+  bw.xp = padded || map ? pad_masked(x, {0, 0, a.padding[0], a.padding[1], 0}, {0, 0, a.padding[2], a.padding[3], 0},
+                                     ir::make_zero(map ? plane : x.dtype()), name + kPadSuffix, map)
+                        : x;
   return bw;
 }
 
@@ -428,20 +439,33 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, cons
 }
 
 Tensor depthwise_conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name) {
+  return depthwise_conv2d_nchwc_mapped(x, w, a, name, nullptr, x.dtype(), x.dtype());
+}
+
+Tensor depthwise_conv2d_nchwc_mapped(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name,
+                                     const std::function<Expr(const Expr&)>& map, ir::DataType acc_t,
+                                     ir::DataType out_t) {
   check_window(a, 2, name);
   KILN_USER_CHECK(x.ndim() == 5 && w.ndim() == 4) << name << ": data " << x.name() << " must be [N, C/b, H, W, b] and "
                                                   << "weight " << w.name() << " [C/b, KH, KW, b]";
   int64_t n = x.shape()[0], cb = x.shape()[1], b = x.shape()[4], kh = w.shape()[1], kw = w.shape()[2];
   KILN_USER_CHECK(w.shape()[0] == cb && w.shape()[3] == b)
       << name << ": weight " << w.name() << " does not match the channel blocks of " << x.name();
-  BlockedWindow bw = blocked_window(x, kh, kw, a, name);
+  BlockedWindow bw = blocked_window(x, kh, kw, a, name, map, acc_t);
   auto ry = reduce_axis(kh, "ry");
   auto rx = reduce_axis(kw, "rx");
-  return compute({n, cb, bw.oh, bw.ow, b}, [&](const std::vector<Var>& v) {
+  const std::vector<int64_t> shape = {n, cb, bw.oh, bw.ow, b};
+  const std::vector<std::string> axes = {"n", "cb", "oh", "ow", "c"};
+  Tensor acc = compute(shape, [&](const std::vector<Var>& v) {
     Expr hi = v[2] * c32(a.strides[0]) + ry * c32(a.dilation[0]);
     Expr wi = v[3] * c32(a.strides[1]) + rx * c32(a.dilation[1]);
-    return te::sum(bw.xp({v[0], v[1], hi, wi, v[4]}) * w({v[1], ry, rx, v[4]}), {ry, rx});
-  }, name, {"n", "cb", "oh", "ow", "c"});
+    return te::sum(ir::cast(acc_t, bw.xp({v[0], v[1], hi, wi, v[4]})) * ir::cast(acc_t, w({v[1], ry, rx, v[4]})),
+                   {ry, rx});
+  }, acc_t == out_t ? name : name + ".acc", axes);
+  if (acc_t == out_t) return acc;
+  return compute(shape, [&](const std::vector<Var>& v) {
+    return ir::cast(out_t, acc(std::vector<Expr>(v.begin(), v.end())));
+  }, name, axes);
 }
 
 }  // namespace kiln::te::ops

@@ -76,21 +76,35 @@ Tensor pack_int8_weight(const Tensor& w, int64_t lanes, int64_t group, const std
   }, name + kPackSuffix);
 }
 
+namespace {
+// The channels of data x in `io`'s input layout (checked: NCHW, or NCHW[b]c with b its last dim).
+int64_t data_channels(const Tensor& x, const Int8ConvIO& io, const std::string& name) {
+  const bool blocked = io.in_block > 0;
+  KILN_USER_CHECK(x.ndim() == (blocked ? 5 : 4) && (!blocked || x.shape()[4] == io.in_block))
+      << name << ": data '" << x.name() << "' must be "
+      << (blocked ? "[N, C/" + std::to_string(io.in_block) + ", H, W, " + std::to_string(io.in_block) + "]"
+                  : std::string("[N, C, H, W]"));
+  return blocked ? x.shape()[1] * io.in_block : x.shape()[1];
+}
+}  // namespace
+
 Tensor conv2d_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, const ConvNdAttrs& a,
-                   const Int8Layout& layout, const std::string& name, const Tensor& weight_sums) {
+                   const Int8Layout& layout, const std::string& name, const Tensor& weight_sums, const Int8ConvIO& io) {
   check_operands(x, w, x_zero_point, layout, name);
-  KILN_USER_CHECK(w.ndim() == 4 && w.shape()[1] == x.shape()[1] && x.ndim() == 4)
-      << name << ": weight '" << w.name() << "' must be [OC, C, KY, KX] over data '" << x.name() << "' [N, C, H, W]";
+  KILN_USER_CHECK(w.ndim() == 4 && w.shape()[1] == data_channels(x, io, name))
+      << name << ": weight '" << w.name() << "' must be [OC, C, KY, KX] over the C channels of data '" << x.name() << "'";
   return conv2d_int8_packed(x, pack_int8_weight(w, layout.lanes, layout.group, name), w.shape()[0], x_zero_point, a, layout,
-                            name, weight_sums);
+                            name, weight_sums, io);
 }
 
 Tensor conv2d_int8_packed(const Tensor& x, const Tensor& wpack, int64_t oc, const Expr& x_zero_point,
                           const ConvNdAttrs& a, const Int8Layout& layout, const std::string& name,
-                          const Tensor& weight_sums) {
-  KILN_USER_CHECK(a.dims() == 2 && a.groups == 1 && x.ndim() == 4 && wpack.ndim() == 6)
+                          const Tensor& weight_sums, const Int8ConvIO& io) {
+  KILN_USER_CHECK(a.dims() == 2 && a.groups == 1 && wpack.ndim() == 6)
       << name << ": 2-d convolutions of one group only (data " << x.name() << ", weight " << wpack.name() << ")";
-  const int64_t n = x.shape()[0], c = x.shape()[1], ky = wpack.shape()[2], kx = wpack.shape()[3];
+  KILN_USER_CHECK(io.out_block == 0 || oc % io.out_block == 0)
+      << name << ": " << oc << " output channels do not fill blocks of " << io.out_block;
+  const int64_t n = x.shape()[0], c = data_channels(x, io, name), ky = wpack.shape()[2], kx = wpack.shape()[3];
   const int64_t L = layout.lanes, G = layout.group, cg = wpack.shape()[1], nblk = wpack.shape()[0];
   KILN_USER_CHECK(cg == round_up(c, G) / G && wpack.shape()[4] == L && wpack.shape()[5] == G && nblk * L >= oc)
       << name << ": packed weight '" << wpack.name() << "' does not fit data '" << x.name() << "'";
@@ -103,11 +117,19 @@ Tensor conv2d_int8_packed(const Tensor& x, const Tensor& wpack, int64_t oc, cons
     out[i] = (padded - ext) / a.strides[i] + 1;
   }
   // Channels past C and the spatial border hold the zero point: (zp - zp) * w adds nothing.
-  Tensor padded = pad_masked(x, {0, 0, a.padding[0], a.padding[1]}, {0, cg * G - c, a.padding[2], a.padding[3]},
-                             x_zero_point, name + kPadSuffix);
+  // Blocked data [N, C/b, H, W, b] pads only the pixels; the pack tests for channels past C.
+  const int64_t xb = io.in_block;
+  Tensor padded = xb > 0 ? pad_masked(x, {0, 0, a.padding[0], a.padding[1], 0},
+                                      {0, 0, a.padding[2], a.padding[3], 0}, x_zero_point, name + kPadSuffix)
+                         : pad_masked(x, {0, 0, a.padding[0], a.padding[1]},
+                                      {0, cg * G - c, a.padding[2], a.padding[3]}, x_zero_point, name + kPadSuffix);
   const int64_t hp = padded.shape()[2], wp = padded.shape()[3];
   Tensor pack = compute({n, cg, hp, wp, G}, [&](Var b, Var cb, Var h, Var ww, Var k) {
-    return to_layout(padded(b, cb * c32(G) + k, h, ww), layout.data);
+    Expr ch = cb * c32(G) + k;
+    if (xb == 0) return to_layout(padded(b, ch, h, ww), layout.data);
+    Expr v = padded(b, ch / c32(xb), h, ww, ch % c32(xb));
+    if (cg * G != c) v = ir::select(ch < c32(c), v, x_zero_point);
+    return to_layout(v, layout.data);
   }, name + kInt8PackSuffix);
   Tensor wsum = weight_sums.defined() ? weight_sums : weight_sums_of(wpack, L, name);
 
@@ -120,9 +142,40 @@ Tensor conv2d_int8_packed(const Tensor& x, const Tensor& wpack, int64_t oc, cons
                    {rc, ry, rx, rk});
   }, name + kBlockedSuffix);
   Expr zps = ir::cast(i32, x_zero_point) + Expr(shift_of(x.dtype(), layout.data));
+  if (io.out_block > 0) {
+    const int64_t yb = io.out_block;
+    return compute({n, oc / yb, out[0], out[1], yb}, [&](Var b, Var ob, Var oy, Var ox, Var j) {
+      Expr o = ob * c32(yb) + j;
+      return blocked(b, o / c32(L), oy, ox, o % c32(L)) - zps * wsum(o);
+    }, name);
+  }
   return compute({n, oc, out[0], out[1]}, [&](Var b, Var o, Var oy, Var ox) {
     return blocked(b, o / c32(L), oy, ox, o % c32(L)) - zps * wsum(o);
   }, name);
+}
+
+Tensor depthwise_conv2d_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, const ConvNdAttrs& a,
+                             int64_t row_multiple, const std::string& name) {
+  DataType xt = x.dtype();
+  KILN_USER_CHECK(xt == DataType::i8() || xt == DataType::u8())
+      << name << ": data '" << x.name() << "' must be int8 or uint8, got " << xt.str();
+  KILN_USER_CHECK(w.dtype() == DataType::i8() || w.dtype() == DataType::f32())
+      << name << ": weight '" << w.name() << "' must be int8 (or its values as float32), got " << w.dtype().str();
+  KILN_USER_CHECK(x_zero_point.dtype() == xt)
+      << name << ": the data's zero point must be " << xt.str() << ", got " << x_zero_point.dtype().str();
+  const bool blocked = x.ndim() == 5;
+  KILN_USER_CHECK((x.ndim() == 4 || blocked) && w.ndim() == 4 && a.dims() == 2)
+      << name << ": data '" << x.name() << "' and weight '" << w.name()
+      << "' must be [N, C, H, W] and [OC, 1, KY, KX], or [N, C/b, H, W, b] and [C/b, KY, KX, b]";
+  // |x - zero point| <= 255 and |w| <= 128: float32 holds every partial sum exactly while
+  // taps * 255 * 128 stays below 2^24.
+  const int64_t taps = blocked ? w.shape()[1] * w.shape()[2] : w.shape()[2] * w.shape()[3];
+  const DataType acc = taps * 255 * 128 < (int64_t{1} << 24) ? DataType::f32() : DataType::i32();
+  auto centered = [acc, zp = ir::cast(DataType::i32(), x_zero_point)](const Expr& v) {
+    return ir::cast(acc, ir::cast(DataType::i32(), v) - zp);
+  };
+  if (x.ndim() == 5) return depthwise_conv2d_nchwc_mapped(x, w, a, name, centered, acc, DataType::i32());
+  return depthwise_conv_nd_mapped(x, w, a, row_multiple, name, centered, acc, DataType::i32());
 }
 
 Tensor dense_int8(const Tensor& x, const Tensor& w, const Expr& x_zero_point, const Int8Layout& layout,

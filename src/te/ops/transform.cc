@@ -200,7 +200,7 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& reps, const std::string
 }
 
 Tensor pad_masked(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
-                  const Expr& value, const std::string& name) {
+                  const Expr& value, const std::string& name, const std::function<Expr(const Expr&)>& map) {
   int nd = x.ndim();
   KILN_USER_CHECK(static_cast<int>(before.size()) == nd && static_cast<int>(after.size()) == nd)
       << name << ": pads must give one value per dimension of " << x.name();
@@ -218,8 +218,9 @@ Tensor pad_masked(const Tensor& x, const std::vector<int64_t>& before, const std
                                : src[d] >= 0 && src[d] < Expr(static_cast<int>(x.shape()[d]));
       inside = inside.defined() ? inside && in : in;
     }
-    if (!inside.defined()) return x(src);
-    return ir::select(inside, x(src), value);
+    Expr v = map ? map(x(src)) : x(src);
+    if (!inside.defined()) return v;
+    return ir::select(inside, v, value);
   }, name);
 }
 

@@ -32,8 +32,9 @@ te::ops::Int8Layout int8_layout(const Target& target);
 // (int8; int16 for the integer Winograd conv's transformed filter), c int32.
 TensorIntrin int8_dot_intrin(const te::ops::Int8Layout& layout, ir::DataType weight = ir::DataType::i8());
 
-// `conv` is what conv2d_int8 returned; `tiled` the stage of its shape carrying the tile loops
-// (conv itself or the group's output with the tail). As schedule_conv_cpu.
+// `conv` is what conv2d_int8 returned, in NCHW or blocked NCHW[y]c (a pixel's y outputs then
+// written as one vector); `tiled` the stage of its shape carrying the tile loops (conv itself or
+// the group's output with the tail). As schedule_conv_cpu.
 void schedule_conv2d_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
                               Config& cfg);
 

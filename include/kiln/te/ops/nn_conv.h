@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,13 @@ Tensor conv_nd_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, const
 // reduction, in NC[D]HW).
 Tensor depthwise_conv_nd(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,
                          const std::string& name = "dwconv");
+// depthwise_conv_nd with each value read from x passed through `map` as the padded plane is
+// made (null: as it is; the padding is a zero of `acc`, map's result type), the products and
+// sums in `acc` and the result cast to `out` (then the reduction is "<name>.acc"): the integer
+// depthwise conv (nn_int8.h) sums x - zero point this way.
+Tensor depthwise_conv_nd_mapped(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, int64_t row_multiple,
+                                const std::string& name, const std::function<ir::Expr(const ir::Expr&)>& map,
+                                ir::DataType acc, ir::DataType out);
 
 // x [N, C, S...], w [C, OC/groups, K...] -> [N, OC, O...] with O = (S-1)*s + d*(K-1) + 1
 // - pad_begin - pad_end + output_padding. Stages: <name>.dilated (x with stride-1 zeros
@@ -100,5 +108,10 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, cons
 // lanes, so strided windows need no gathers. Stages: <name>.pad (when padded), <name>.
 Tensor depthwise_conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvNdAttrs& a,
                               const std::string& name = "dwconv2d_nchwc");
+// depthwise_conv2d_nchwc over a mapped plane, as depthwise_conv_nd_mapped (always a
+// "<name>.pad" stage then).
+Tensor depthwise_conv2d_nchwc_mapped(const Tensor& x, const Tensor& w, const ConvNdAttrs& a, const std::string& name,
+                                     const std::function<ir::Expr(const ir::Expr&)>& map, ir::DataType acc,
+                                     ir::DataType out);
 
 }  // namespace kiln::te::ops

@@ -45,18 +45,39 @@ struct Int8Layout {
   int64_t group = 4;                      // G: channels per int32 lane, 4 (8-bit data) or 2 (int16)
 };
 
+// Where an integer conv's data comes from and its result goes: NCHW (0), or relay's blocked
+// NCHW[b]c layout ([N, C/b, H, W, b], b > 0) that alter_layout picks on CPUs (an output block of
+// L writes each int8_dot's lanes as they are, one contiguous vector per pixel).
+struct Int8ConvIO {
+  int64_t in_block = 0;
+  int64_t out_block = 0;
+};
+
 // x [N, C, H, W] int8/uint8, w [OC, C, KY, KX] int8 (groups 1), x_zero_point of x's dtype
 // (a constant or a load of a scalar tensor) -> int32 [N, OC, OY, OX]. `weight_sums`, when
 // defined, is int32 [OC]: each output's sum of weights, precomputed for a constant weight (the
 // graph pass computes it); undefined, the stage <name>.wsum computes it from the packed weight.
+// With `io`'s blocks, x is [N, C/b, H, W, b] and the result [N, OC/b', OY, OX, b'].
 Tensor conv2d_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const ConvNdAttrs& a,
                    const Int8Layout& layout, const std::string& name = "conv_int8",
-                   const Tensor& weight_sums = Tensor());
+                   const Tensor& weight_sums = Tensor(), const Int8ConvIO& io = {});
 // conv2d_int8 with w already packed [OC/L, C/G, KY, KX, L, G] (lower/weight_packing.h);
-// `oc` output channels, `c` input channels.
+// `oc` output channels.
 Tensor conv2d_int8_packed(const Tensor& x, const Tensor& w_packed, int64_t oc, const ir::Expr& x_zero_point,
                           const ConvNdAttrs& a, const Int8Layout& layout, const std::string& name,
-                          const Tensor& weight_sums);
+                          const Tensor& weight_sums, const Int8ConvIO& io = {});
+
+// The depthwise integer conv (groups == C, one input channel per group): x [N, C, H, W]
+// int8/uint8, w [C*m, 1, KY, KX] int8, or those values as float32 (packed at compile time) ->
+// int32 [N, C*m, OY, OX] = sum (x - x_zero_point) * w; blocked, x [N, C/b, H, W, b] and w
+// [C/b, KY, KX, b] -> [N, C/b, OY, OX, b]. No dot-product instruction fits one channel's window,
+// so it is depthwise_conv_nd's (depthwise_conv2d_nchwc's) reduction, and their CPU schedules,
+// over a plane of x - x_zero_point (<name>.pad, the padding 0): in float32 when every partial sum
+// is an integer below 2^24 (taps * 255 * 128 < 2^24: up to 514 taps), so the sums are exact and
+// the products are FMAs; in int32 for larger windows. <name>.acc is the sum, <name> its int32
+// value. `row_multiple` widens NCHW planes' rows.
+Tensor depthwise_conv2d_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const ConvNdAttrs& a,
+                             int64_t row_multiple, const std::string& name = "dwconv_int8");
 
 // x [..., M, K] int8/uint8, w [N, K] int8 -> int32 [..., M, N]; weight_sums as above, [N].
 Tensor dense_int8(const Tensor& x, const Tensor& w, const ir::Expr& x_zero_point, const Int8Layout& layout,

@@ -7,6 +7,7 @@
 // instead of faulting (ONNX leaves the result undefined).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,11 @@ Tensor pad_with(const Tensor& x, const std::vector<int64_t>& before, const std::
 // x grown by before[d] / after[d] (>= 0) elements per axis, filled with `value`, where x is read
 // only where the index falls inside it (no clamped indices): a vectorized loop over the last
 // dim becomes masked vector loads instead of gathers. The padded inputs of convolutions.
+// `map`, when set, applies to every value read from x (`value`, the padding, must have its
+// type): the plane of an integer conv's values less their zero point.
 Tensor pad_masked(const Tensor& x, const std::vector<int64_t>& before, const std::vector<int64_t>& after,
-                  const ir::Expr& value, const std::string& name = "pad");
+                  const ir::Expr& value, const std::string& name = "pad",
+                  const std::function<ir::Expr(const ir::Expr&)>& map = nullptr);
 
 // NCHW [N, C, H, W] -> [N, C/b^2, H*b, W*b]. DCR (crd false): depth is (row, col, channel);
 // CRD: (channel, row, col).
