@@ -97,6 +97,20 @@ std::vector<char> run_at_page_end(const codegen::Module& m, const std::string& n
   return bytes;
 }
 
+// The elements of a padded plane [h + 2, wp] (one row and column of zeros before an h x w
+// input, zeros after) that differ from value(i) of the input's element i; the first few logged.
+int wrong_in_plane(const float* out, int h, int w, int wp, const std::function<float(int)>& value) {
+  int wrong = 0;
+  for (int r = 0; r < h + 2; ++r)
+    for (int col = 0; col < wp; ++col) {
+      bool inside = r >= 1 && r <= h && col >= 1 && col <= w;
+      float want = inside ? value((r - 1) * w + col - 1) : 0.f;
+      if (!(out[r * wp + col] == want) && wrong++ < 5)
+        UNSCOPED_INFO("plane[" << r << ", " << col << "] = " << out[r * wp + col] << ", want " << want);
+    }
+  return wrong;
+}
+
 }  // namespace
 
 TEST_CASE("3x3 convs at input widths 23 and 55 (and 56) match the reference on x86-64-v2/v3/v4", "[codegen]") {
@@ -172,14 +186,7 @@ TEST_CASE("a 16-lane masked row load whose upper 8 lanes are off neither reads t
   std::vector<char> bytes = run_at_page_end(
       m, "pad", x, in_bytes, [&](void* at) { std::memcpy(at, xin.data(), in_bytes); }, p, out_bytes);
   const auto* out = reinterpret_cast<const float*>(bytes.data());
-  int wrong = 0;
-  for (int r = 0; r < h + 2; ++r)
-    for (int col = 0; col < wp; ++col) {
-      bool inside = r >= 1 && r <= h && col >= 1 && col <= w;
-      float want = inside ? xin[(r - 1) * w + col - 1] : 0.f;
-      if (!(out[r * wp + col] == want) && wrong++ < 5) UNSCOPED_INFO("pad[" << r << ", " << col << "] = " << out[r * wp + col] << ", want " << want);
-    }
-  CHECK(wrong == 0);
+  CHECK(wrong_in_plane(out, h, w, wp, [&](int i) { return xin[i]; }) == 0);
 }
 
 TEST_CASE("a store under a run-time mask is a plain store when all its lanes are on, without mask registers",
@@ -240,14 +247,7 @@ TEST_CASE("int8 row loads under a run-time mask load plainly when whole, and nev
         m, "plane", x, xin.size(), [&](void* at) { std::memcpy(at, xin.data(), xin.size()); }, p,
         size_t(h + 2) * wp * sizeof(float));
     const auto* out = reinterpret_cast<const float*>(bytes.data());
-    int wrong = 0;
-    for (int r = 0; r < h + 2; ++r)
-      for (int col = 0; col < wp; ++col) {
-        bool inside = r >= 1 && r <= h && col >= 1 && col <= w;
-        float want = inside ? float(xin[(r - 1) * w + col - 1] - 5) : 0.f;
-        if (!(out[r * wp + col] == want) && wrong++ < 5) UNSCOPED_INFO("plane[" << r << ", " << col << "] = " << out[r * wp + col] << ", want " << want);
-      }
-    CHECK(wrong == 0);
+    CHECK(wrong_in_plane(out, h, w, wp, [&](int i) { return float(xin[i] - 5); }) == 0);
   }
 }
 

@@ -117,8 +117,9 @@ class CodeGenLLVM {
   // else llvm.masked.store.
   void store_unless_masked(llvm::Value* v, llvm::Value* at, llvm::Align align, llvm::Value* mask);
   // whole() where every lane of `mask` is on, else partial(): one predictable branch (only a
-  // row's border vectors are partial) in place of a load the target cannot mask.
-  llvm::Value* unless_masked(llvm::Value* mask, const std::function<llvm::Value*()>& whole,
+  // row's border vectors are partial) in blocks named "<what>.full" and "<what>.masked". Returns
+  // their value, or nullptr where they make none (stores).
+  llvm::Value* unless_masked(llvm::Value* mask, const std::string& what, const std::function<llvm::Value*()>& whole,
                              const std::function<llvm::Value*()>& partial);
   // `lanes` elements `stride` apart from addr, read with plain loads that stay inside their span.
   llvm::Value* span_load(llvm::Type* elem, llvm::Value* addr, int64_t lanes, int64_t stride, llvm::Align align,

@@ -144,7 +144,7 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::BufferLoadNode* op) {
     auto exact = [&]() { return span_load(elem_ty, addr, t.lanes, stride, align, buf->name); };
     if (!narrow) v = wide_masked();
     else if (!mask) v = exact();
-    else v = unless_masked(mask, exact, wide_masked);
+    else v = unless_masked(mask, "load", exact, wide_masked);
   } else {
     // Strided or general vector index: a gather (AVX-512/AVX2 have one; elsewhere LLVM
     // scalarizes it).
@@ -246,7 +246,7 @@ llvm::Value* CodeGenLLVM::masked_access(MaskedOp op, llvm::Type* ty, llvm::Value
         // borders are partial), so test for that once and load plainly.
         if (all) parts.push_back(plain());
         else if (options_.mask_registers || elem_bits >= 32 || llvm::isa<llvm::Constant>(m)) parts.push_back(masked());
-        else parts.push_back(unless_masked(m, plain, masked));
+        else parts.push_back(unless_masked(m, "load", plain, masked));
         break;
       }
       case MaskedOp::Store:
@@ -266,35 +266,31 @@ llvm::Value* CodeGenLLVM::masked_access(MaskedOp op, llvm::Type* ty, llvm::Value
 // plain store. Measured (1 thread, Zen 4, x86-64-v3 code): squeezenet1_1, whose convs' column
 // tiles overhang their rows (vectorized write-outs under a column mask), 8.75 -> 8.42 ms.
 void CodeGenLLVM::store_unless_masked(llvm::Value* v, llvm::Value* at, llvm::Align align, llvm::Value* mask) {
-  llvm::Function* fn = builder_.GetInsertBlock()->getParent();
-  const unsigned n = llvm::cast<llvm::FixedVectorType>(mask->getType())->getNumElements();
-  llvm::Value* bits = builder_.CreateBitCast(mask, builder_.getIntNTy(n));
-  llvm::Value* full = builder_.CreateICmpEQ(bits, llvm::Constant::getAllOnesValue(bits->getType()));
-  auto* plain = llvm::BasicBlock::Create(ctx_, "store.full", fn);
-  auto* masked = llvm::BasicBlock::Create(ctx_, "store.masked", fn);
-  auto* done = llvm::BasicBlock::Create(ctx_, "store.done", fn);
-  builder_.CreateCondBr(full, plain, masked);
-  builder_.SetInsertPoint(plain);
-  builder_.CreateAlignedStore(v, at, align);
-  builder_.CreateBr(done);
-  builder_.SetInsertPoint(masked);
-  builder_.CreateMaskedStore(v, at, align, mask);
-  builder_.CreateBr(done);
-  builder_.SetInsertPoint(done);
+  unless_masked(
+      mask, "store",
+      [&]() -> llvm::Value* {
+        builder_.CreateAlignedStore(v, at, align);
+        return nullptr;
+      },
+      [&]() -> llvm::Value* {
+        builder_.CreateMaskedStore(v, at, align, mask);
+        return nullptr;
+      });
 }
 
-// The loads AVX2 cannot mask (bytes, int16) of an int8 conv's padded plane: measured (2
+// For loads, those AVX2 cannot mask (bytes, int16) of an int8 conv's padded plane: measured (2
 // threads, AMD EPYC Zen 3, x86-64-v3 code) on mobilenet_v2_int8's NCHW depthwise 3x3 32@112
 // (kiln bench --profile), 0.44 -> 0.29 ms; with span_load for its stride-2 96@112, 1.27 -> 0.85.
-llvm::Value* CodeGenLLVM::unless_masked(llvm::Value* mask, const std::function<llvm::Value*()>& whole,
+llvm::Value* CodeGenLLVM::unless_masked(llvm::Value* mask, const std::string& what,
+                                        const std::function<llvm::Value*()>& whole,
                                         const std::function<llvm::Value*()>& partial) {
   llvm::Function* fn = builder_.GetInsertBlock()->getParent();
   const unsigned n = llvm::cast<llvm::FixedVectorType>(mask->getType())->getNumElements();
   llvm::Value* bits = builder_.CreateBitCast(mask, builder_.getIntNTy(n));
   llvm::Value* full = builder_.CreateICmpEQ(bits, llvm::Constant::getAllOnesValue(bits->getType()));
-  auto* whole_bb = llvm::BasicBlock::Create(ctx_, "load.full", fn);
-  auto* partial_bb = llvm::BasicBlock::Create(ctx_, "load.masked", fn);
-  auto* done = llvm::BasicBlock::Create(ctx_, "load.done", fn);
+  auto* whole_bb = llvm::BasicBlock::Create(ctx_, what + ".full", fn);
+  auto* partial_bb = llvm::BasicBlock::Create(ctx_, what + ".masked", fn);
+  auto* done = llvm::BasicBlock::Create(ctx_, what + ".done", fn);
   builder_.CreateCondBr(full, whole_bb, partial_bb);
   builder_.SetInsertPoint(whole_bb);
   llvm::Value* a = whole();
@@ -305,6 +301,7 @@ llvm::Value* CodeGenLLVM::unless_masked(llvm::Value* mask, const std::function<l
   llvm::BasicBlock* b_end = builder_.GetInsertBlock();
   builder_.CreateBr(done);
   builder_.SetInsertPoint(done);
+  if (!a) return nullptr;
   llvm::PHINode* v = builder_.CreatePHI(a->getType(), 2);
   v->addIncoming(a, a_end);
   v->addIncoming(b, b_end);
