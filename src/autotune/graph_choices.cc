@@ -32,8 +32,9 @@ const std::vector<std::string> kLayouts = {"auto", "nchw", "blocked"};
 KnobChoice choice(const std::string& name, size_t index) { return {index, {kValues.at(name).at(index)}}; }
 
 // A successful graph record of the model keyed `key`, measured on instruction set `isa`.
-bool graph_record_of(const TuningRecord& r, const std::string& key, const std::string& isa) {
-  return r.task == kGraphTask && r.workload_key == key && r.ok() && Target::isa_of(r.target) == isa;
+bool graph_record_of(const TuningRecord& r, const std::string& key, const std::string& isa,
+                     const char* task = kGraphTask) {
+  return r.task == task && r.workload_key == key && r.ok() && Target::isa_of(r.target) == isa;
 }
 
 // The choice of `name` whose value is `value`; nothing when it has no such value.
@@ -172,6 +173,17 @@ std::map<std::string, KnobChoice> tune_graph_choices(const relay::Module& m, con
   // The kernels' schedules the log holds now (the graph records added below change none).
   std::optional<LogSchedules> schedules;
   if (std::filesystem::exists(o.log)) schedules.emplace(o.log, target);
+  auto graph_record = [&](const char* task, const std::map<std::string, KnobChoice>& knobs) {
+    TuningRecord r;
+    r.task = task;
+    r.workload_key = key;
+    r.target = target.str();
+    r.config = knobs;
+    r.timestamp = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+    r.version = kiln_version();
+    return r;
+  };
   auto measure = [&](const std::map<std::string, KnobChoice>& knobs) -> double {
     const std::string what = describe_graph_knobs(knobs);
     CompileOptions opts = o.compile;
@@ -190,14 +202,7 @@ std::map<std::string, KnobChoice> tune_graph_choices(const relay::Module& m, con
       line(fmt::format("  graph {}: the same module as one measured above", what));
       return same->second;
     }
-    TuningRecord r;
-    r.task = kGraphTask;
-    r.workload_key = key;
-    r.target = target.str();
-    r.config = knobs;
-    r.timestamp = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
-    r.version = kiln_version();
+    TuningRecord r = graph_record(kGraphTask, knobs);
     r.costs = time_module(so, o.repeat);
     append_record(o.log, r);
     known[what] = by_module[hash] = r.median_cost();
@@ -220,6 +225,9 @@ std::map<std::string, KnobChoice> tune_graph_choices(const relay::Module& m, con
       }
     }
   }
+  TuningRecord chosen = graph_record(kGraphChoiceTask, best);
+  chosen.costs = {best_s};
+  append_record(o.log, chosen);
   line(fmt::format("  graph choices: {} ({:.3f} ms)", describe_graph_knobs(best), best_s * 1e3));
   return best;
 }
@@ -229,8 +237,12 @@ std::optional<std::string> apply_logged_graph_choices(const TuningLog& log, cons
   const std::string key = graph_workload_key(m);
   const TuningRecord* best = nullptr;
   for (const TuningRecord& r : log.records)
-    if (graph_record_of(r, key, o->target.isa()) && (!best || r.median_cost() < best->median_cost()))
-      best = &r;
+    if (graph_record_of(r, key, o->target.isa(), kGraphChoiceTask)) best = &r;  // the latest choice
+  if (!best) {
+    for (const TuningRecord& r : log.records)
+      if (graph_record_of(r, key, o->target.isa()) && (!best || r.median_cost() < best->median_cost()))
+        best = &r;
+  }
   if (!best) return std::nullopt;
   std::map<std::string, KnobChoice> knobs = best->config;
   for (const std::string& e : explicit_choices) knobs.erase(e);

@@ -1,5 +1,6 @@
-// Graph-level choices measured on the target: records written, the fastest applied by compile,
-// choices given by the user kept, bad records refused.
+// Graph-level choices measured on the target: records written, the search's choice applied by
+// compile (a log without one: the fastest record), choices given by the user kept, bad records
+// refused.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -47,24 +48,47 @@ TEST_CASE("graph choices: every alternative measured once, recorded, the fastest
 
   TuningLog written = read_log(log.path);
   std::set<std::string> measured;
+  TuningLog measurements;  // the graph records alone: a log written before choices were recorded
+  int choices = 0;
   for (const TuningRecord& r : written.records) {
-    CHECK(r.task == kGraphTask);
     CHECK(r.workload_key == graph_workload_key(m));
     CHECK(r.ok());
+    if (r.task == kGraphChoiceTask) {
+      ++choices;
+      CHECK(describe_graph_knobs(r.config) == describe_graph_knobs(best));
+      continue;
+    }
+    CHECK(r.task == kGraphTask);
     measured.insert(describe_graph_knobs(r.config));
+    measurements.records.push_back(r);
   }
-  CHECK(measured.size() == written.records.size());  // no configuration measured twice
+  CHECK(choices == 1);
+  CHECK(measured.size() == measurements.records.size());  // no configuration measured twice
   CHECK(measured.count("combine_branches=0 layout=auto winograd=on") == 1);  // the defaults
 
-  // compile --tuning-log: the fastest record's choices, except the ones the user gave.
+  // compile --tuning-log: the search's choice (not the fastest record, which it passes over
+  // within kMinGain of the default), except the choices the user gave.
   kiln::CompileOptions applied;
   auto note = apply_logged_graph_choices(written, m, &applied, {});
   REQUIRE(note.has_value());
   CHECK(note->find("graph choices from the tuning log: ") == 0);
-  const TuningRecord* fastest = &written.records[0];
-  for (const TuningRecord& r : written.records)
+  CHECK(describe_graph_knobs(graph_knobs(applied)) == describe_graph_knobs(best));
+  // A log with no choice recorded: its fastest graph record.
+  const TuningRecord* fastest = &measurements.records[0];
+  for (const TuningRecord& r : measurements.records)
     if (r.median_cost() < fastest->median_cost()) fastest = &r;
-  CHECK(describe_graph_knobs(graph_knobs(applied)) == describe_graph_knobs(fastest->config));
+  kiln::CompileOptions from_old;
+  REQUIRE(apply_logged_graph_choices(measurements, m, &from_old, {}).has_value());
+  CHECK(describe_graph_knobs(graph_knobs(from_old)) == describe_graph_knobs(fastest->config));
+  // The latest choice wins: a record choosing otherwise, appended, is what compile applies.
+  TuningLog later = written;
+  TuningRecord other_choice = later.records.back();
+  other_choice.config = fastest->config;
+  other_choice.config["layout"] = {1, {1}};  // nchw
+  later.records.push_back(other_choice);
+  kiln::CompileOptions from_later;
+  apply_logged_graph_choices(later, m, &from_later, {});
+  CHECK(from_later.layout == kiln::CompileOptions::Layout::kNCHW);
 
   kiln::CompileOptions mine;
   mine.combine_branches = 3;
@@ -75,7 +99,8 @@ TEST_CASE("graph choices: every alternative measured once, recorded, the fastest
   // built the same module as another were not recorded, and are measured now).
   tune_graph_choices(m, o, [](const std::string&) {});
   std::map<std::string, int> times;
-  for (const TuningRecord& r : read_log(log.path).records) ++times[describe_graph_knobs(r.config)];
+  for (const TuningRecord& r : read_log(log.path).records)
+    if (r.task == kGraphTask) ++times[describe_graph_knobs(r.config)];
   for (const auto& [knobs, n] : times) CHECK(n == 1);
 
   // Another model (other shapes) finds no record.

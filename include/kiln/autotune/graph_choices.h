@@ -1,8 +1,9 @@
 // Graph-level choices measured on the target: the alternatives kiln has for a whole model
 // (conv data layout auto/NCHW/blocked, Winograd or direct 3x3 convs, parallel branches combined
 // or not) are fixed rules in compile(); `kiln tune` measures them on the target and records the
-// fastest as a tuning record like any other (task "graph", workload "graph_<model hash>", one knob
-// per choice, costs = the whole model's latency), and `compile --tuning-log` applies it.
+// measurements as tuning records like any other (task "graph", workload "graph_<model hash>", one
+// knob per choice, costs = the whole model's latency) and its choice as one more (task
+// "graph_choice"), which `compile --tuning-log` applies.
 //
 // The search is coordinate descent from the rules' defaults: each choice in turn takes each of
 // its values with the others at the best so far, and a value is kept only when the model runs at
@@ -30,6 +31,10 @@ constexpr double kMinGain = 0.03;
 // same model exported again, and to no other.
 constexpr const char* kGraphTask = "graph";
 std::string graph_workload_key(const relay::Module& m);
+// The record of what the search chose (the graph records' workload key, costs = the chosen
+// graph's latency): compile applies the latest one rather than the fastest graph record, which
+// the search passes over when it is within kMinGain of the default.
+constexpr const char* kGraphChoiceTask = "graph_choice";
 
 // The choices a graph record holds, set in (or read from) CompileOptions.
 std::map<std::string, KnobChoice> graph_knobs(const CompileOptions& o);
@@ -45,14 +50,15 @@ struct GraphTuneOptions {
   std::vector<std::string> fixed;  // choices the user set (knob names): kept, not searched
 };
 
-// Measures the alternatives (see above), appends one record per graph measured, and returns
-// the chosen knobs. `line` receives one progress line per measurement.
+// Measures the alternatives (see above), appends one record per graph measured and one of the
+// choice, and returns the chosen knobs. `line` receives one progress line per measurement.
 std::map<std::string, KnobChoice> tune_graph_choices(const relay::Module& m, const GraphTuneOptions& o,
                                                      const std::function<void(const std::string&)>& line);
 
-// The log's best graph record for `m` on o->target's instruction set applied to *o, except
-// choices the user set on the command line (`explicit_choices`, knob names); returns a note
-// saying what was applied, or nothing when the log has no graph record for this model.
+// The log's latest choice for `m` on o->target's instruction set (a log without one: its
+// fastest graph record) applied to *o, except choices the user set on the command line
+// (`explicit_choices`, knob names); returns a note saying what was applied, or nothing when the
+// log has no graph record for this model.
 std::optional<std::string> apply_logged_graph_choices(const TuningLog& log, const relay::Module& m, CompileOptions* o,
                                                       const std::vector<std::string>& explicit_choices);
 
