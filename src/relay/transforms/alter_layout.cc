@@ -359,8 +359,9 @@ LayoutTraffic layout_traffic(const Module& m) {
     const std::string& op = c->op_name();
     int64_t n = num_elements(c->type.as<TensorTypeNode>() ? c->type.as<TensorTypeNode>()->shape : Shape{});
     if (op == "layout_transform") t.transformed += n;
-    if (op == "nn.conv2d_NCHWc" || op == "nn.depthwise_conv2d_NCHWc" || op == "nn.conv2d_integer_NCHWc") t.blocked += n;
-    if (op == "nn.conv2d_integer_NCHWc") t.integer += n;
+    const bool integer = op == "nn.conv2d_integer_NCHWc";
+    if (op == "nn.conv2d_NCHWc" || op == "nn.depthwise_conv2d_NCHWc" || integer) t.blocked += n;
+    if (integer) t.integer += n;
   }
   return t;
 }

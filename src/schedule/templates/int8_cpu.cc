@@ -201,12 +201,7 @@ void schedule_dense_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Ten
 
 void schedule_conv_winograd_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv,
                                      const Target& target, Config& cfg) {
-  te::Tensor yt = input_with_suffix(conv, te::ops::kWinogradOutSuffix);
-  te::Tensor m = yt.defined() ? input_with_suffix(yt, te::ops::kWinogradGemmSuffix) : te::Tensor();
-  te::Tensor v = m.defined() ? input_with_suffix(m, te::ops::kWinogradInSuffix) : te::Tensor();
-  KILN_CHECK(v.defined()) << "schedule_conv_winograd_int8_cpu: '" << conv.name() << "' is not an integer Winograd conv2d";
-  KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv_winograd_int8_cpu: the tiled stage must have the conv's shape";
-  te::Tensor pad = input_with_suffix(v, te::ops::kPadSuffix);
+  const auto [yt, m, v, pad] = winograd_stages(conv, tiled, "schedule_conv_winograd_int8_cpu");
   const int64_t nblk = m.shape()[2], tw = m.shape()[4], L = m.shape()[5], cp = v.shape()[2], ow = conv.shape()[3];
   const te::ops::Int8Layout layout{L, DataType::i16(), 2};
 
@@ -227,18 +222,11 @@ void schedule_conv_winograd_int8_cpu(Schedule& s, const te::Tensor& tiled, const
   ir::IterVar task = schedule_winograd_write_out(s, tiled, conv, yt, L, ocp, owr, by_channels, false);
 
   // The 16 reductions over channel pairs, each a register tile tensorized onto int8_dot.
-  Stage sm = s[m];
-  sm.set_scope("local");
-  sm.compute_at(out, task);
-  auto mx = sm.op_axis();    // n, e, block, tile row, tile column, lane
-  auto r = sm.reduce_axis();  // channel pairs, the pair's two
-  auto [obo, obi] = sm.split(mx[2], ocp);
-  auto [two, twi] = sm.split(mx[4], twr);
-  sm.reorder({mx[0], mx[3], mx[1], obo, two, r[0], obi, twi, mx[5], r[1]});
-  sm.unroll(obi);
-  sm.unroll(twi);
-  keep_rolled(sm, {r[0]});
-  sm.tensorize(mx[5], int8_dot_intrin(layout, DataType::i16()));
+  WinogradGemmTile g = tile_winograd_gemm(s, m, out, task, ocp, twr);
+  auto r = g.stage.reduce_axis();  // channel pairs, the pair's two
+  g.stage.reorder({g.n, g.row, g.e, g.block_outer, g.column_outer, r[0], g.block_inner, g.column_inner, g.lane, r[1]});
+  keep_rolled(g.stage, {r[0]});
+  g.stage.tensorize(g.lane, int8_dot_intrin(layout, DataType::i16()));
 
   // The input transform: per channel pair and tile row, all 16 outputs of each tile (they share
   // its 4x4 x 2 loads), the pair's two innermost (LLVM interleaves them across tiles).

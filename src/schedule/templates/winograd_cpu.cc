@@ -50,15 +50,32 @@ ir::IterVar schedule_winograd_write_out(Schedule& s, const te::Tensor& tiled, co
   return task;
 }
 
-void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
-                                Config& cfg) {
-  const int64_t lanes = target.lanes(32);
+WinogradStages winograd_stages(const te::Tensor& conv, const te::Tensor& tiled, const char* what) {
   te::Tensor yt = input_with_suffix(conv, te::ops::kWinogradOutSuffix);
   te::Tensor m = yt.defined() ? input_with_suffix(yt, te::ops::kWinogradGemmSuffix) : te::Tensor();
   te::Tensor v = m.defined() ? input_with_suffix(m, te::ops::kWinogradInSuffix) : te::Tensor();
-  KILN_CHECK(v.defined()) << "schedule_conv_winograd_cpu: '" << conv.name() << "' is not a Winograd conv2d";
-  KILN_CHECK(tiled.shape() == conv.shape()) << "schedule_conv_winograd_cpu: the tiled stage must have the conv's shape";
-  te::Tensor pad = input_with_suffix(v, te::ops::kPadSuffix);
+  KILN_CHECK(v.defined()) << what << ": '" << conv.name() << "' is not a Winograd conv2d";
+  KILN_CHECK(tiled.shape() == conv.shape()) << what << ": the tiled stage must have the conv's shape";
+  return {yt, m, v, input_with_suffix(v, te::ops::kPadSuffix)};
+}
+
+WinogradGemmTile tile_winograd_gemm(Schedule& s, const te::Tensor& m, Stage out, const ir::IterVar& task, int64_t ocp,
+                                    int64_t twr) {
+  Stage sm = s[m];
+  sm.set_scope("local");
+  sm.compute_at(out, task);
+  auto mx = sm.op_axis();  // n, e, block, tile row, tile column, lane
+  auto [obo, obi] = sm.split(mx[2], ocp);
+  auto [two, twi] = sm.split(mx[4], twr);
+  sm.unroll(obi);
+  sm.unroll(twi);
+  return {sm, mx[0], mx[1], mx[3], obo, two, obi, twi, mx[5]};
+}
+
+void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target,
+                                Config& cfg) {
+  const int64_t lanes = target.lanes(32);
+  const auto [yt, m, v, pad] = winograd_stages(conv, tiled, "schedule_conv_winograd_cpu");
   int64_t nblk = m.shape()[2], tw = m.shape()[4], co = m.shape()[5], c = v.shape()[2], ow = conv.shape()[3];
 
   // The reductions' register tile: oc_blocks weight vectors by tile_tw tiles of a row (one
@@ -104,26 +121,19 @@ void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::
   ir::IterVar task = schedule_winograd_write_out(s, tiled, conv, yt, co, ocp, owr, by_channels, vec_out);
 
   // The reductions, register-tiled like the direct conv: ocp weight vectors x twr broadcasts.
-  Stage sm = s[m];
-  sm.set_scope("local");
-  sm.compute_at(out, task);
-  auto mx = sm.op_axis();  // n, e, block, tile row, tile column, lane
-  ir::IterVar rc = sm.reduce_axis()[0];
-  auto [obo, obi] = sm.split(mx[2], ocp);
-  auto [two, twi] = sm.split(mx[4], twr);
-  std::vector<ir::IterVar> order = {mx[0], mx[3], mx[1], obo, two};
+  WinogradGemmTile g = tile_winograd_gemm(s, m, out, task, ocp, twr);
+  ir::IterVar rc = g.stage.reduce_axis()[0];
+  std::vector<ir::IterVar> order = {g.n, g.row, g.e, g.block_outer, g.column_outer};
   if (int64_t pc = sum_chunk_channels(c, 1)) {
-    auto [rco, rci] = sm.split(rc, pc);
+    auto [rco, rci] = g.stage.split(rc, pc);
     order.insert(order.end(), {rco, rci});
-    sm.partial_sums(rco);
+    g.stage.partial_sums(rco);
   } else {
     order.push_back(rc);
   }
-  order.insert(order.end(), {obi, twi, mx[5]});
-  sm.reorder(order);
-  sm.unroll(obi);
-  sm.unroll(twi);
-  sm.vectorize(mx[5]);
+  order.insert(order.end(), {g.block_inner, g.column_inner, g.lane});
+  g.stage.reorder(order);
+  g.stage.vectorize(g.lane);
 
   // The input transform: per channel, all 16 outputs of a run of tiles at once (they share the
   // 16 loads of the tiles' 4x4 inputs), vectorized over tiles.

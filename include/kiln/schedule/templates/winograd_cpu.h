@@ -37,16 +37,35 @@ namespace kiln::schedule {
 // shape with the elementwise tail.
 void schedule_conv_winograd_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv, const Target& target, Config& cfg);
 
-// What the float and the integer Winograd conv (int8_cpu.h) share:
+// What the float and the integer Winograd conv (int8_cpu.h) share.
+
+// The stages of a Winograd conv (te/ops/nn_winograd.h) found from its result; kiln::Error
+// naming `what` (the template) when conv is not one or `tiled` has another shape.
+struct WinogradStages {
+  te::Tensor out_transform, gemm, in_transform, pad;  // Yt, M, V, the padded input (or undefined)
+};
+WinogradStages winograd_stages(const te::Tensor& conv, const te::Tensor& tiled, const char* what);
+
 // tile_tw's widths past the divisors of TW: 2..max_tw tiles whose last one overhangs TW.
 std::vector<int64_t> overhanging_widths(int64_t tw, int64_t max_tw);
 // The knob task_over, default 1 when the transformed filter U (u_bytes) is over 1 MiB.
 bool define_task_over(Config& cfg, int64_t u_bytes);
+
 // The write-out: the output `tiled` in tiles of owr columns of 2x2 tiles, through the inverse
 // transform `yt` of each, computed just before it in registers (lanes of co channels); parallel
 // over rows of tiles, or with by_channels over ocp blocks of co channels. Returns the task loop.
 ir::IterVar schedule_winograd_write_out(Schedule& s, const te::Tensor& tiled, const te::Tensor& conv,
                                         const te::Tensor& yt, int64_t co, int64_t ocp, int64_t owr, bool by_channels,
                                         bool vec_out);
+
+// The 16 channel reductions M [N, 16, OC/co, TH, TW, co] as a register tile, like the direct
+// convs': in registers per task, ocp blocks x twr tile columns, both unrolled. The template
+// orders the loops, its channel loops between the outer and the inner ones.
+struct WinogradGemmTile {
+  Stage stage;
+  ir::IterVar n, e, row, block_outer, column_outer, block_inner, column_inner, lane;
+};
+WinogradGemmTile tile_winograd_gemm(Schedule& s, const te::Tensor& m, Stage out, const ir::IterVar& task, int64_t ocp,
+                                    int64_t twr);
 
 }  // namespace kiln::schedule
