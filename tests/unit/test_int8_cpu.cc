@@ -260,6 +260,17 @@ TEST_CASE("int8 conv and dense name the operand of a wrong dtype", "[int8]") {
   REQUIRE_THROWS_WITH(te::ops::dense_int8(x, wu, ir::make_const(kU8, 0), layout), Contains("weight 'wu' must be int8"));
   REQUIRE_THROWS_WITH(te::ops::dense_int8(x, w, ir::make_const(kI8, 0), layout),
                       Contains("the data's zero point must be uint8"));
+  // Blocked layouts: data not in the blocks the conv is told of, outputs not filling its blocks.
+  te::ops::ConvNdAttrs a;
+  a.strides = {1, 1};
+  a.padding = {0, 0, 0, 0};
+  a.dilation = {1, 1};
+  te::Tensor xb = te::placeholder({1, 2, 5, 5, 8}, kU8, "xb");
+  te::Tensor wc = te::placeholder({12, 16, 1, 1}, kI8, "wc");
+  REQUIRE_THROWS_WITH(te::ops::conv2d_int8(xb, wc, ir::make_const(kU8, 0), a, layout, "conv", te::Tensor(), {4, 4}),
+                      Contains("data 'xb' must be [N, C/4, H, W, 4]"));
+  REQUIRE_THROWS_WITH(te::ops::conv2d_int8(xb, wc, ir::make_const(kU8, 0), a, layout, "conv", te::Tensor(), {8, 8}),
+                      Contains("12 output channels do not fill blocks of 8"));
 }
 
 TEST_CASE("the integer Winograd conv names a bad operand or a channel count its sums could overflow", "[int8]") {

@@ -249,4 +249,12 @@ TEST_CASE("nn.conv2d_integer and nn.dense_integer name the operand of a wrong ty
   nchwc.set_str("data_layout", "NCHW8c");
   REQUIRE_THROWS_WITH(call("nn.conv2d_integer_NCHWc", {blocked, i8({4, 8, 3, 3}), kscalar(DataType::i8(), 0), sums(4)}, nchwc),
                       Catch::Matchers::Contains("data [1,2,6,6,4] is not NCHW8c"));
+  nchwc.set_str("data_layout", "NCHW4c").set_str("out_layout", "NCHW");
+  REQUIRE_THROWS_WITH(call("nn.conv2d_integer_NCHWc", {blocked, i8({4, 8, 3, 3}), kscalar(DataType::i8(), 0), sums(4)}, nchwc),
+                      Catch::Matchers::Contains("out_layout must be blocked (NCHW<y>c), got NCHW"));
+  relay::Expr img8 = make_var("img8", tensor_type(DataType::i8(), {1, 8, 6, 6}));
+  Attrs dw = conv_attrs();
+  dw.set_int("groups", 8).set_str("data_layout", "NCHW").set_str("out_layout", "NCHW4c");
+  REQUIRE_THROWS_WITH(call("nn.conv2d_integer_NCHWc", {img8, i8({8, 1, 3, 3}), kscalar(DataType::i8(), 0), sums(8)}, dw),
+                      Catch::Matchers::Contains("a depthwise conv's data and output must share one block"));
 }
