@@ -15,7 +15,7 @@ import sys
 CANDIDATES = {
     "threads_m": [1, 2, 4, 8, 16, 32], "threads_n": [1, 2, 4, 8, 16, 32],
     "rows_per_thread": [1, 2, 4, 8], "cols_per_thread": [1, 2, 4, 8],
-    "tile_k": [1, 2, 4, 8, 16, 32], "double_buffer": [0, 1], "tensor_core": [0, 1],
+    "tile_k": [1, 2, 4, 8, 16, 32], "double_buffer": [0, 1], "vector_fetch": [0, 1], "tensor_core": [0, 1],
     "warps_m": [1, 2, 4], "mma_m": [1, 2, 4], "warps_n": [1, 2, 4], "mma_n": [1, 2, 4, 8],
     "mma_k": [16, 32, 64], "pipeline_stages": [2, 3, 4],
 }

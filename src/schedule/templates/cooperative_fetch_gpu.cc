@@ -44,8 +44,14 @@ int64_t staged_elements(const te::Tensor& sum, const te::Tensor& t, const std::v
   return elements;
 }
 
-void cooperative_fetch(Stage st, int64_t ty, int64_t tx) {
+void cooperative_fetch(Stage st, int64_t ty, int64_t tx, int64_t lanes) {
   std::vector<ir::IterVar> ax = st.op_axis();
+  if (lanes > 1) {
+    // The vector split off the row itself: its index stays a ramp (cp.async needs one).
+    auto [row, v] = st.split(ax.back(), lanes);
+    st.vectorize(v);
+    ax.back() = row;
+  }
   ir::IterVar f = ax[0];
   for (size_t i = 1; i < ax.size(); ++i) f = st.fuse(f, ax[i]);
   auto [rest, x] = st.split(f, tx);

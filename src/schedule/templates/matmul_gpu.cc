@@ -99,6 +99,10 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   // loop, of one iteration, is gone after lowering).
   const bool async = target.kind == TargetKind::kCUDA && target.gpu.async_copy();
   const bool double_buffer_knob = cfg.define_knob("double_buffer", {0, 1}, async ? 1 : 0) != 0;
+  // Operand tiles copied 16 bytes a thread (vector loads, one cp.async each) where their rows
+  // are whole vectors (below): a quarter of the float32 copies' instructions. On an H200, SGEMM
+  // 4096 38.7 -> 42.5 TFLOP/s, 0.86x cuBLAS without TF32 (bench/gpu/results, 2026-11-27 run 5).
+  const bool vector_fetch = cfg.define_knob("vector_fetch", {0, 1}, 1) != 0;
   const bool double_buffer = double_buffer_knob && k > bk;
   // float16 / bfloat16 products over whole tiles can take the tensor cores instead (on by
   // default where the target has mma.sync); the knobs above then stay unused.
@@ -166,10 +170,19 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   // ld.shared.v4, a quarter of the loads). A dense weight's rows belong to threadIdx.x, 16 to
   // a warp tn rows apart: only an odd stride spreads them (one float more: a 2-way conflict;
   // 16 bytes more made an 8-way one, the H100's nt SGEMM 4096 4.50 -> 10.49 ms).
+  // A vector copy needs its rows (the tile's: K slices or the block's columns; the operand's, so
+  // that the tile's edge ends a vector) whole vectors, 16-byte aligned in shared memory too: not
+  // a dense weight's rows, padded by one element. Only a tensor of its own is copied (a conv's
+  // operand computed from its input copies element by element).
   for (const auto& [cached, operand] : {std::pair{a_shared, operands[0]}, std::pair{b_shared, operands[1]}}) {
-    cooperative_fetch(s[cached], ty, tx);
-    if (reads_k_innermost(anchor, operand))
-      s[cached].pad_rows(cached.same_as(a_shared) ? 16 / std::max(1, operand.dtype().bytes()) : 1);
+    const bool k_inner = reads_k_innermost(anchor, operand);
+    const int64_t lanes = 16 / std::max(1, operand.dtype().bytes());
+    const int64_t tile_row = k_inner ? bk : tx * tn;
+    const bool vector = vector_fetch && lanes > 1 && operand.op().as<te::PlaceholderOpNode>() &&
+                        tile_row % lanes == 0 && operand.shape().back() % lanes == 0 &&
+                        !(k_inner && cached.same_as(b_shared));
+    cooperative_fetch(s[cached], ty, tx, vector ? lanes : 1);
+    if (k_inner) s[cached].pad_rows(cached.same_as(a_shared) ? lanes : 1);
   }
   if (double_buffer) {
     s[a_shared].double_buffer(buffers);

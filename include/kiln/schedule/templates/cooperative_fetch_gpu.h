@@ -12,8 +12,10 @@ namespace kiln::schedule {
 
 // Fetches `st` (a shared copy computed at a loop of its reader) with every thread of a
 // ty x tx block: its loops fused, split into threadIdx.x and threadIdx.y and a serial rest, so
-// neighbouring threads copy neighbouring elements (coalesced reads).
-void cooperative_fetch(Stage st, int64_t ty, int64_t tx);
+// neighbouring threads copy neighbouring elements (coalesced reads). With `lanes` > 1, each
+// thread copies `lanes` neighbours of a row as one vector (one 16-byte cp.async for 4 floats):
+// the copied rows must be whole vectors.
+void cooperative_fetch(Stage st, int64_t ty, int64_t tx, int64_t lanes = 1);
 
 // The window sum a conv template tiles: `conv` itself when it is a reduction over
 // `reduce_axes` axes with 4-d output, or the float32 sum that a float16 conv rounds (its one

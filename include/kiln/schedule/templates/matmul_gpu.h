@@ -4,8 +4,8 @@
 //
 //   threads_m, threads_n        the block's threads along rows and columns   default 16 x 16
 //                               (fewer for a thinner product)
-//   rows_per_thread,            each thread's register block of outputs     default 4 x 4
-//   cols_per_thread             (1 where the product is thin)
+//   rows_per_thread,            each thread's register block of outputs     default 8 x 4
+//   cols_per_thread             (fewer where the product is thin or its grid small)
 //   tile_k                      the slice of K staged in shared memory per step   default 16
 //                               (1 .. 32; K itself when smaller)
 //   double_buffer               two halves of each tile: the next slice loads while    default 1 on
@@ -14,6 +14,8 @@
 //   pipeline_stages             the buffers double_buffer gives each tile: 2, 3 or 4;  default 2,
 //                               with S, slice k + S - 1 loads while slice k computes   3 on tensor
 //                                                                                      cores
+//   vector_fetch                each thread copies 16 bytes of a tile row at once      default 1
+//                               (one cp.async) where the rows are whole vectors
 //
 // A block computes a (threads_m * rows_per_thread) x (threads_n * cols_per_thread) tile of C
 // (batch dims on blockIdx.z). For each K slice its threads together copy the A rows and B
