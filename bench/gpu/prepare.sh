@@ -70,6 +70,8 @@ for gemm in ${KILN_GPU_GEMM-float32:4096 float16:4096 float32:4096:nt float16:40
     [ "$variant" = default ] && keep=1
     [ "$layout" = nn ] && { [ "$n" -ge 4096 ] || [[ "$variant" == *stages ]]; } && keep=1
     [ "$keep" = 1 ] || continue
+    # wgmma's knobs exist on sm_90a alone.
+    [[ "$knobs" == *warpgroup_mma* && "$target" != *sm_90a* ]] && continue
     [ "$layout" = nn ] || variant="${layout}_$variant"
     d="$out/gemm/${dtype}_${n}_$variant"
     mkdir -p "$d"

@@ -431,7 +431,9 @@ struct LaunchStats {
 
 // Flops of the mma.sync products one run executes: ir::kMmaSync marks one lane's share of a
 // warp's 16 x 8 x 16 product (2 * 16 * 8 * 16 flops), so `runs` (the product of the enclosing
-// loops' extents, the 32 lanes included) / 32 products.
+// loops' extents, the 32 lanes included) / 32 products. ir::kWgmma marks one lane's share of a
+// warp's 16 x N x 16 part of its warpgroup's product, N twice the lane's accumulators (its
+// call's arguments less the 7 after them).
 double mma_flops(const Stmt& s, double runs = 1) {
   if (!s.defined()) return 0;
   switch (s.kind()) {
@@ -442,6 +444,11 @@ double mma_flops(const Stmt& s, double runs = 1) {
     case StmtKind::AttrStmt: {
       const auto* op = s.as<AttrStmtNode>();
       if (op->key == kMmaSync) return runs / 32 * 2 * 16 * 8 * 16;
+      if (op->key == kWgmma) {
+        const auto* call = op->value.as<CallNode>();
+        const double n = call ? 2.0 * static_cast<double>(call->args.size() - 7) : 0;
+        return runs / 32 * 2 * 16 * n * 16;
+      }
       return mma_flops(op->body, runs);
     }
     case StmtKind::LetStmt: return mma_flops(s.as<LetStmtNode>()->body, runs);

@@ -82,7 +82,8 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
   m.source = source::print_module(m.programs, source::dialect(lang), m.race_check, &m.race_checked_buffers);
   if (lang == source::Language::kCUDA && options.compile) {
     source::NvrtcResult r =
-        source::compile_cuda(m.source, options.image_sms.empty() ? target.cuda_image_sms() : options.image_sms);
+        source::compile_cuda(m.source, options.image_sms.empty() ? target.cuda_image_sms() : options.image_sms,
+                             /*needs_headers=*/false, target.gpu.arch_specific);
     m.images = std::move(r.images);
     std::map<std::string, int64_t> dynamic_shared;
     for (const ir::DeviceProgram& p : m.programs)

@@ -186,7 +186,7 @@ class Printer {
         auto* n = s.as<AllocateNode>();
         os << pad << "allocate " << name_of(n->buffer->data.get()) << ": ";
         print_buffer_type(n->buffer);
-        os << ", " << n->buffer->scope << "\n";
+        os << ", " << n->buffer->scope << (n->buffer->core_matrices ? ", core_matrices" : "") << "\n";
         print_stmt(n->body, indent);
         return;
       }

@@ -143,10 +143,18 @@ void allocate_intermediates(LowerContext& ctx) {
       KILN_USER_CHECK(row) << "pad_rows: stage '" << st.name() << "' has rows of a varying length";
       shape.back() = ir::make_int(shape.back().dtype(), *row + st->row_pad);
     }
+    KILN_USER_CHECK(!st->core_matrices || st->row_pad == 0)
+        << "core_matrix_layout: stage '" << st.name() << "' also pads its rows";
     auto& slots = ctx.storage[st.get()];
     for (int v = 0; v < st->op->num_outputs(); ++v) {
       te::Tensor t = st->origin_op.output(v);
-      slots.push_back(Storage{ir::Buffer::make(t.name(), t.dtype(), shape, st->scope), offset});
+      ir::Buffer buffer = ir::Buffer::make(t.name(), t.dtype(), shape, st->scope);
+      if (st->core_matrices) {
+        auto node = std::make_shared<ir::BufferNode>(*buffer.get());
+        node->core_matrices = true;
+        buffer = ir::Buffer(std::move(node));
+      }
+      slots.push_back(Storage{buffer, offset});
     }
   }
 }

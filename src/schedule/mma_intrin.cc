@@ -146,6 +146,77 @@ TensorIntrin mma_m16n8k16(ir::DataType in, bool b_kn) {
   return TensorIntrin{name, c, body, update, init};
 }
 
+TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n) {
+  KILN_USER_CHECK(in == ir::DataType::f16() || in == ir::DataType::bf16())
+      << "wgmma_m64nNk16: inputs must be float16 or bfloat16, not " << in.str();
+  KILN_USER_CHECK(n % 8 == 0 && n >= 8 && n <= 256) << "wgmma_m64nNk16: N = " << n << ", not a multiple of 8 up to 256";
+  const std::string name = "wgmma_m64n" + std::to_string(n) + "k16_" + in.str() + (b_kn ? "_nn" : "_nt");
+  const ir::DataType f32 = ir::DataType::f32();
+  te::Tensor a = te::placeholder({16, 16}, in, "a");
+  te::Tensor b = te::placeholder(b_kn ? std::vector<int64_t>{16, n} : std::vector<int64_t>{n, 16}, in, "b");
+  ir::IterVar k = te::reduce_axis(16, "k");
+  te::Tensor c = te::compute(
+      {16, n},
+      [&](ir::Var i, ir::Var j) {
+        return te::sum(ir::cast(f32, a(i, k)) * ir::cast(f32, b_kn ? b(k, j) : b(j, k)), {k});
+      },
+      name, {"i", "j"});
+  auto b_at = [b_kn](const TensorIntrinBuffer& t, const ir::Expr& kk, const ir::Expr& j) {
+    return b_kn ? at(t, kk, j) : at(t, j, kk);
+  };
+  const int64_t per_lane = n / 2;
+  auto init = [name, per_lane](const std::vector<TensorIntrinBuffer>&, const std::vector<TensorIntrinBuffer>& out) {
+    ir::Var lane("lane"), e("e");
+    const ir::Expr p = lane_offset(out[0], name) + e;
+    ir::Stmt zero = ir::buffer_store(out[0].buffer, ir::make_zero(ir::DataType::f32()), unflatten(out[0].buffer, p));
+    return lanes(lane, out[0].buffer, ir::for_loop(e, 0, per_lane, ir::ForKind::Unrolled, zero));
+  };
+  auto update = [name, b_kn, b_at, per_lane](const std::vector<TensorIntrinBuffer>& ins,
+                                             const std::vector<TensorIntrinBuffer>& out) {
+    const TensorIntrinBuffer &ta = ins[0], &tb = ins[1], &tc = out[0];
+    for (const TensorIntrinBuffer* t : {&ta, &tb})
+      KILN_USER_CHECK(t->buffer->scope == "shared" && t->buffer->core_matrices)
+          << "tensorize: intrinsic '" << name << "' reads its operands from shared memory in core matrices "
+          << "(Stage::core_matrix_layout), but '" << t->buffer->name << "' is " << t->buffer->scope
+          << (t->buffer->core_matrices ? " in core matrices" : " in rows");
+    ir::Var lane("lane"), e("e"), kk("k");
+    const ir::Expr p0 = lane_offset(tc, name);
+    std::vector<ir::Expr> args;
+    for (int64_t i = 0; i < per_lane; ++i) args.push_back(fragment(tc, p0 + i32(i)));
+    // The warpgroup's A: its first warp's rows, 64-row aligned in the tile.
+    const size_t nd = ta.base.size();
+    args.push_back(ir::buffer_load(ta.buffer, at(ta, i32(0) - ir::floormod(ta.base[nd - 2], i32(64)), i32(0))));
+    args.push_back(ir::buffer_load(tb.buffer, b_at(tb, i32(0), i32(0))));
+    // Byte strides between neighbouring core matrices (128 bytes each, of 8 x 8 16-bit
+    // elements), the descriptor's leading and stride dimension offsets. Core matrices run along
+    // a buffer's rows first: the next along its columns is 128 bytes on, the next down C / 8 x
+    // 128. K-major A and N x K B: leading along K (the columns), stride down the rows. An
+    // N-major K x N B: leading along K too (down its rows), stride along N (the columns); the
+    // other way round faulted on an H200 (2026-11-27, run 7).
+    auto cols = [](const TensorIntrinBuffer& t) { return *ir::as_const_int(t.buffer->shape.back()); };
+    const int64_t a_down = cols(ta) / 8 * 128, b_down = cols(tb) / 8 * 128;
+    for (int64_t v : {int64_t{128}, a_down}) args.push_back(i32(v));
+    for (int64_t v : b_kn ? std::vector<int64_t>{b_down, 128} : std::vector<int64_t>{128, b_down}) args.push_back(i32(v));
+    args.push_back(i32(b_kn ? 1 : 0));
+    ir::Expr call = ir::make_intrinsic(ir::DataType::i32(), ir::kWgmmaCall, args);
+    // The same sums as plain loops: the lane's element e of C (tile e / 4, its element e % 4).
+    const MmaElement x = mma_c_element(lane, ir::floormod(e, i32(4)));
+    const ir::Expr col = x.col + ir::floordiv(e, i32(4)) * i32(8);
+    const std::vector<ir::Expr> acc = unflatten(tc.buffer, p0 + e);
+    const ir::DataType f32 = ir::DataType::f32();
+    ir::Expr product = ir::cast(f32, ir::buffer_load(ta.buffer, at(ta, x.row, kk))) *
+                       ir::cast(f32, ir::buffer_load(tb.buffer, b_at(tb, kk, col)));
+    ir::Stmt sum = ir::buffer_store(tc.buffer, ir::buffer_load(tc.buffer, acc) + product, acc);
+    ir::Stmt reference =
+        ir::for_loop(e, 0, per_lane, ir::ForKind::Serial, ir::for_loop(kk, 0, 16, ir::ForKind::Serial, sum));
+    return lanes(lane, tc.buffer, ir::attr_stmt(ir::kWgmma, tc.buffer->data, call, reference));
+  };
+  auto body = [init, update](const std::vector<TensorIntrinBuffer>& ins, const std::vector<TensorIntrinBuffer>& out) {
+    return ir::seq({init(ins, out), update(ins, out)});
+  };
+  return TensorIntrin{name, c, body, update, init};
+}
+
 TensorIntrin mma_store_m16n8() {
   const std::string name = "mma_store_m16n8_float32";
   te::Tensor f = te::placeholder({16, 8}, ir::DataType::f32(), "f");

@@ -253,6 +253,12 @@ void Stage::double_buffer(int buffers) {
   node_->double_buffer = buffers;
 }
 
+void Stage::core_matrix_layout() {
+  KILN_USER_CHECK(node_->scope == "shared") << "core_matrix_layout: stage '" << name() << "' has scope '"
+                                           << node_->scope << "'; only a shared-memory stage is read by wgmma";
+  node_->core_matrices = true;
+}
+
 void Stage::pad_rows(int64_t elements) {
   KILN_USER_CHECK(node_->scope == "shared")
       << "pad_rows: stage '" << name() << "' has scope '" << node_->scope

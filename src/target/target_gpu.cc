@@ -26,7 +26,7 @@ bool GpuFacts::operator==(const GpuFacts& o) const {
   return sm == o.sm && max_threads_per_block == o.max_threads_per_block && max_shared_bytes == o.max_shared_bytes &&
          max_dynamic_shared_bytes == o.max_dynamic_shared_bytes && registers_per_block == o.registers_per_block &&
          max_registers_per_thread == o.max_registers_per_thread && warp_size == o.warp_size &&
-         multiprocessors == o.multiprocessors;
+         multiprocessors == o.multiprocessors && arch_specific == o.arch_specific;
 }
 
 namespace target_detail {
@@ -80,10 +80,14 @@ Target parse_gpu(const std::string& spec, const std::string& kind, std::istream&
         << "target '" << spec << "': option '" << tok << "' needs a value (" << key << "=...)";
     if (key == "-arch") {
       bool ok = value.rfind("sm_", 0) == 0 && value.size() > 3;
-      sm = ok ? parse_count(spec, key, value.substr(3)) : 0;
+      // sm_90a: Hopper's arch-specific features (GpuFacts::arch_specific); no other "a" yet.
+      t.gpu.arch_specific = value == "sm_90a";
+      sm = !ok || (value.back() == 'a' && !t.gpu.arch_specific) ? 0
+           : t.gpu.arch_specific                                 ? 90
+                                                                 : parse_count(spec, key, value.substr(3));
       auto it = std::find_if(std::begin(kSms), std::end(kSms), [&](const SmFacts& f) { return f.sm == sm; });
       KILN_USER_CHECK(ok && it != std::end(kSms)) << "target '" << spec << "': unknown -arch '" << value
-                                                 << "' (CUDA 13 compiles for: " << known_sms() << ")";
+                                                 << "' (CUDA 13 compiles for: " << known_sms() << ", and sm_90a)";
     } else if (key == "-max-threads-per-block") {
       threads = parse_count(spec, key, value);
     } else if (key == "-max-shared") {
@@ -107,8 +111,10 @@ Target parse_gpu(const std::string& spec, const std::string& kind, std::istream&
   return t;
 }
 
+std::string sm_name(const GpuFacts& g) { return "sm_" + std::to_string(g.sm) + (g.arch_specific ? "a" : ""); }
+
 std::string gpu_isa(const Target& t) {
-  return t.kind == TargetKind::kCUDA ? "cuda -arch=sm_" + std::to_string(t.gpu.sm) : "opencl";
+  return t.kind == TargetKind::kCUDA ? "cuda -arch=" + sm_name(t.gpu) : "opencl";
 }
 
 std::string gpu_str(const Target& t) {
@@ -119,7 +125,7 @@ std::string gpu_str(const Target& t) {
 
 std::string gpu_summary(const Target& t) {
   const GpuFacts& g = t.gpu;
-  std::string head = t.kind == TargetKind::kCUDA ? "cuda sm_" + std::to_string(g.sm) : "opencl";
+  std::string head = t.kind == TargetKind::kCUDA ? "cuda " + sm_name(g) : "opencl";
   std::string s = fmt::format("{}: {} threads/block, {} shared/block ({} with opt-in), {}K registers/block, warp {}, {} {}",
                               head, g.max_threads_per_block, human_size(g.max_shared_bytes),
                               human_size(g.max_dynamic_shared_bytes), g.registers_per_block / 1024, g.warp_size,
@@ -127,6 +133,7 @@ std::string gpu_summary(const Target& t) {
   if (t.kind == TargetKind::kCUDA) {
     std::vector<int> sms = t.cuda_image_sms();
     s += "; images";
+    if (g.arch_specific) return s + " " + sm_name(g) + " alone";
     for (int x : sms) s += " sm_" + std::to_string(x);
     s += " + PTX compute_" + std::to_string(sms.back());
   }
@@ -137,6 +144,7 @@ std::string gpu_summary(const Target& t) {
 
 std::vector<int> Target::cuda_image_sms() const {
   if (kind != TargetKind::kCUDA) return {};
+  if (gpu.arch_specific) return {gpu.sm};
   std::vector<int> sms = {80, 90};
   if (std::find(sms.begin(), sms.end(), gpu.sm) == sms.end()) sms.push_back(gpu.sm);
   std::sort(sms.begin(), sms.end());

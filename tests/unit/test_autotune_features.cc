@@ -271,4 +271,12 @@ TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[auto
                         for_loop(k, 0, 3, ForKind::Serial, for_loop(lane, 0, 32, ForKind::ThreadBinding, mma, "threadIdx.x")));
   std::vector<float> tc = extract_features(PrimFunc{"gpu_mma", {x, y, z}, warps});
   CHECK(feat(tc, "gpu_mma_flops") == Approx(lg(4 * 3 * 2 * 16 * 8 * 16)));
+  // A warp's share of a warpgroup's wgmma (ir::kWgmma) of 16 x 128 x 16: its call holds the
+  // lane's 64 accumulators and 7 operands more.
+  std::vector<Expr> args(64 + 7, Expr(0));
+  Stmt wg = attr_stmt(kWgmma, sh->data, make_intrinsic(DataType::i32(), kWgmmaCall, args), evaluate(Expr(0)));
+  Stmt wg_warps = for_loop(w, 0, 4, ForKind::Serial,
+                           for_loop(k, 0, 3, ForKind::Serial, for_loop(lane, 0, 32, ForKind::ThreadBinding, wg, "threadIdx.x")));
+  std::vector<float> wgf = extract_features(PrimFunc{"gpu_wgmma", {x, y, z}, wg_warps});
+  CHECK(feat(wgf, "gpu_mma_flops") == Approx(lg(4 * 3 * 2 * 16 * 128 * 16)));
 }

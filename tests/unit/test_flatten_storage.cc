@@ -173,3 +173,21 @@ TEST_CASE("flatten: a rank-0 buffer becomes one element at index 0", "[flatten]"
         "  S[0] = S[0] + A[2]\n"
         "}\n");
 }
+
+TEST_CASE("flatten: a buffer in core matrices lays each 8 x 8 block out contiguously", "[flatten]") {
+  // [2, 16, 24] float16 in core matrices: matrix n of 16 x 24 at n * 384, element (r, c) at
+  // ((r / 8) * 3 + c / 8) * 64 + (r % 8) * 8 + c % 8.
+  auto node = std::make_shared<BufferNode>(*Buffer::make("S", DataType::f16(), {2, 16, 24}, "shared").get());
+  node->core_matrices = true;
+  const Buffer s(std::move(node));
+  const Buffer out = Buffer::make("O", DataType::f16(), {1});
+  Stmt body = allocate(s, seq({buffer_store(s, make_zero(DataType::f16()), {1, 9, 10}),
+                               buffer_store(out, buffer_load(s, {0, 7, 23}), {0})}));
+  PrimFunc g = simplify(flatten_storage(PrimFunc{"core", {out}, body}));
+  const std::string text = to_string(g);
+  // (1, 9, 10): 384 + (1 * 3 + 1) * 64 + 1 * 8 + 2 = 650; (0, 7, 23): 2 * 64 + 7 * 8 + 7 = 191.
+  CHECK_THAT(text, Catch::Matchers::Contains("S[650] = "));
+  CHECK_THAT(text, Catch::Matchers::Contains("S[191]"));
+  CHECK_THAT(text, Catch::Matchers::Contains("allocate S: float16[768], shared\n"));
+  CHECK_THAT(to_string(PrimFunc{"core", {out}, body}), Catch::Matchers::Contains("shared, core_matrices"));
+}

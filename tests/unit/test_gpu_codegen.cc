@@ -65,9 +65,20 @@ TEST_CASE("gpu targets parse with their facts and print back", "[gpu]") {
   CHECK(Target::isa_of(cl.str()) == "opencl");
 }
 
+TEST_CASE("gpu target: sm_90a is sm_90 with its arch-specific features, and round-trips", "[gpu]") {
+  const Target a = Target::parse("cuda -arch=sm_90a");
+  CHECK(a.gpu.sm == 90);
+  CHECK(a.gpu.arch_specific);
+  CHECK(a.isa() == "cuda -arch=sm_90a");
+  CHECK(Target::parse(a.str()) == a);
+  CHECK_FALSE(a == Target::parse("cuda -arch=sm_90"));
+  CHECK(a.gpu.max_dynamic_shared_bytes == 227 << 10);
+}
+
 TEST_CASE("gpu target errors name the culprit", "[gpu]") {
   CHECK_THROWS_WITH(Target::parse("cuda -arch=sm_70"), Contains("sm_70") && Contains("sm_75"));
   CHECK_THROWS_WITH(Target::parse("cuda -arch=90"), Contains("unknown -arch '90'"));
+  CHECK_THROWS_WITH(Target::parse("cuda -arch=sm_80a"), Contains("unknown -arch 'sm_80a'") && Contains("sm_90a"));
   CHECK_THROWS_WITH(Target::parse("cuda -mcpu=x"), Contains("unknown option '-mcpu'"));
   CHECK_THROWS_WITH(Target::parse("opencl -arch=sm_80"), Contains("unknown option '-arch'"));
   CHECK_THROWS_WITH(Target::parse("opencl -max-threads-per-block=0"), Contains("positive count"));

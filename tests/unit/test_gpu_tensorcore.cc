@@ -293,3 +293,80 @@ TEST_CASE("tensor cores: the default block is the largest whose grid fills the m
     for (const std::string& knob : c.knobs) CHECK_THAT(config, Contains(knob));
   }
 }
+
+TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, and ptxas takes them", "[gpu][cuda][mma]") {
+  const Target t = Target::parse("cuda -arch=sm_90a");
+  const std::map<std::string, size_t> on = {{"warpgroup_mma", 1}};
+  CHECK(t.gpu.wgmma());
+  CHECK(t.str().rfind("cuda -arch=sm_90a", 0) == 0);
+  CHECK(t.cuda_image_sms() == std::vector<int>{90});
+  CHECK_FALSE(Target::parse("cuda -arch=sm_90").gpu.wgmma());
+  // 4096 x 4096: two warpgroups of 64 x 256, 4 wgmma a K slice of 64; the dense's B is K-major
+  // (N x K), the matmul's N-major (K x N); bfloat16 alike. 192 x 72: one warpgroup (192 is not
+  // whole blocks of 128), N 72 (the largest power of two dividing it, 8).
+  for (const Gemm& g : {Gemm(Kind::kDense, ir::DataType::f16(), 1, 4096, 4096, 4096),
+                        Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 4096, 4096, 4096),
+                        Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 192, 72, 48)}) {
+    INFO(g.name());
+    std::string config;
+    g.lower(t, {}, &config);
+    CHECK_THAT(config, Contains("warpgroup_mma=0"));  // slower than mma.sync so far (matmul_tensorcore_gpu.cc)
+    const ir::PrimFunc f = g.lower(t, on, &config);
+    CHECK_THAT(config, Contains("warpgroup_mma=1"));
+    codegen::GpuBuildOptions text_only;
+    text_only.compile = false;
+    const std::string source = codegen::build_gpu({f}, t, text_only).source;
+    const bool big = g.m == 4096;
+    const std::string wgmma = std::string("wgmma.mma_async.sync.aligned.m64n") + (big ? "256" : "8") + "k16.f32." +
+                              (g.in.is_bfloat() ? "bf16.bf16" : "f16.f16");
+    CHECK(test::occurrences(source, wgmma) == (big ? 4 : 1));
+    // B's descriptor names it N-major for the matmul (the last immediate).
+    CHECK(test::occurrences(source, g.kind == Kind::kMatmul ? ", p, 1, 1, 0, 1;" : ", p, 1, 1, 0, 0;") > 0);
+    CHECK(test::occurrences(source, "wgmma.fence.sync.aligned;") == 1);
+    CHECK(test::occurrences(source, "wgmma.wait_group.sync.aligned 0;") == 1);
+    // Every barrier after this thread's shared-memory writes orders them for the async proxy.
+    CHECK(test::occurrences(source, "fence.proxy.async.shared::cta;") == test::occurrences(source, "__syncthreads();"));
+    CHECK(test::occurrences(source, "ldmatrix") == 0);
+    if (!codegen::cuda_codegen_available()) {
+      WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
+      continue;
+    }
+    const codegen::GpuModule mod = codegen::build_gpu({f}, t);
+    REQUIRE(mod.images.size() == 1);  // the sm_90a cubin alone
+    CHECK(mod.images[0].sm == 90);
+    CHECK_FALSE(mod.images[0].ptx);
+    CHECK(mod.max_spill_bytes == 0);
+    INFO(mod.notes[0]);
+  }
+}
+
+TEST_CASE("wgmma: the schedule's OpenCL twin on PoCL (core matrices, reference loops) against a double-precision reference",
+          "[gpu][opencl][mma]") {
+  REQUIRE_OPENCL(dev);
+  const Target t = Target::parse("opencl");
+  const std::map<std::string, size_t> on = {{"tensor_core", 1}, {"warpgroup_mma", 1}};
+  // One warpgroup and two, N-major and K-major B, K slices of 16, 32 and 64 over one or more.
+  for (const Gemm& g : {Gemm(Kind::kDense, ir::DataType::f16(), 1, 128, 64, 64),
+                        Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 64, 40, 48),
+                        Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 128, 32, 160)}) {
+    for (bool race_check : {false, true}) {
+      INFO(g.name() << (race_check ? " race-checked" : ""));
+      std::string config;
+      const ir::PrimFunc f = g.lower(t, on, &config);
+      INFO(config);
+      REQUIRE(test::occurrences(ir::to_string(f), "wgmma") > 0);
+      codegen::GpuBuildOptions opt;
+      opt.race_check = race_check;
+      test::RaceReport races;
+      CHECK(wrong_on_pocl(*dev, g, codegen::build_gpu({f}, t, opt), race_check ? &races : nullptr) == 0);
+      CHECK(races.count == 0);
+    }
+  }
+  // M not whole warpgroups: refused, naming it.
+  const Gemm odd(Kind::kDense, ir::DataType::f16(), 1, 80, 64, 64);
+  CHECK_THROWS_WITH(odd.lower(t, on), Contains("M = 80 is not whole warpgroups of 64 rows"));
+  // sm_90 has no such knob: the schedule stays mma.sync.
+  std::string config;
+  Gemm(Kind::kDense, ir::DataType::f16(), 1, 128, 64, 64).lower(Target::parse("cuda -arch=sm_90"), on, &config);
+  CHECK_THAT(config, !Contains("warpgroup_mma"));
+}

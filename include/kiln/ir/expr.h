@@ -160,6 +160,10 @@ struct BufferNode {
   std::vector<Expr> shape;    // constant extents
   Var data;                   // the handle variable that holds the base pointer
   std::string scope;          // "global", "local" (registers/stack), "shared" (GPU)
+  // Stored as 8 x 8 core matrices (Stage::core_matrix_layout; flatten_storage lays it out):
+  // element (r, c) of each [R, C] matrix (the last two dimensions) at
+  // ((r / 8) (C / 8) + c / 8) 64 + (r % 8) 8 + c % 8, each core matrix's 8 rows of 8 contiguous.
+  bool core_matrices = false;
 };
 
 class Buffer {

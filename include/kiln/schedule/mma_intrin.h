@@ -42,6 +42,16 @@ MmaElement mma_c_element(const ir::Expr& lane, const ir::Expr& i);
 // accumulators; its update is the mma; its body both.
 TensorIntrin mma_m16n8k16(ir::DataType in, bool b_kn);
 
+// Hopper's warpgroup mma (wgmma.mma_async.m64nNk16, sm_90a), declared per warp: C[i, j] (+)=
+// sum over k < 16 of float32(A[i, k]) * float32(B[j, k]) for C 16 x N in a warp buffer (the same
+// layout as N / 8 tiles of mma_m16n8k16), A 16 x 16 and B N x 16 (with b_kn, K x N) of type
+// `in`. Four consecutive warps (a warpgroup: warp ids 4w..4w+3, their rows 16 apart, the first
+// at a multiple of 64) issue it together: each names the warpgroup's 64 rows of A by its own
+// rows' base less its row % 64. A and B must be shared buffers in core matrices
+// (Stage::core_matrix_layout). N is a multiple of 8 up to 256. Named
+// "wgmma_m64n<N>k16_<in>_<nt|nn>".
+TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n);
+
 // C[i, j] = F[i, j] over a 16 x 8 tile: the float32 fragments F of a warp buffer stored by their
 // lanes into C (any buffer), each lane its 4 elements. Named "mma_store_m16n8_float32".
 TensorIntrin mma_store_m16n8();

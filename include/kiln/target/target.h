@@ -80,6 +80,10 @@ struct GpuFacts {
   // register round trip, ir::inject_double_buffer) and mma.sync.m16n8k16 on fp16 / bf16.
   bool async_copy() const { return sm >= 80; }
   bool mma_m16n8k16() const { return sm >= 80; }
+  // -arch=sm_90a: code for that chip alone (cubins only, no PTX for newer GPUs), which may use
+  // its own instructions: Hopper's warpgroup mma (wgmma.mma_async, operands in shared memory).
+  bool arch_specific = false;
+  bool wgmma() const { return sm == 90 && arch_specific; }
   bool operator==(const GpuFacts& o) const;
 };
 

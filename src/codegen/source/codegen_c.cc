@@ -61,6 +61,19 @@ std::unordered_set<const ir::VarNode*> written_buffers(const ir::Stmt& body) {
   return scan.out;
 }
 
+// Whether a kernel has a warpgroup mma (ir::kWgmma).
+bool has_wgmma(const ir::Stmt& body) {
+  struct Scan : ir::StmtVisitor {
+    bool found = false;
+    void visit_attr(const ir::AttrStmtNode* op) override {
+      found = found || op->key == ir::kWgmma;
+      ir::StmtVisitor::visit_attr(op);
+    }
+  } scan;
+  scan.visit_stmt(body);
+  return scan.found;
+}
+
 class KernelPrinter {
  public:
   // race_check: print the race-checking build; `checked` numbers its shadowed buffers across
@@ -71,6 +84,8 @@ class KernelPrinter {
 
   std::string print() {
     std::unordered_set<const ir::VarNode*> written = written_buffers(f_.body);
+    wgmma_ = d_.warpgroup_mma() && has_wgmma(f_.body);
+    if (wgmma_) helpers_.insert("wgmmadesc_uint64");
     std::string params;
     for (const ir::Buffer& b : f_.params) {
       check_type(b->dtype, "parameter '" + b->name + "'");
@@ -538,6 +553,12 @@ class KernelPrinter {
         const std::vector<ir::Stmt>& seq = s.as<ir::SeqStmtNode>()->seq;
         for (size_t i = 0; i < seq.size();) {
           size_t end = i;
+          while (end < seq.size() && wgmma_ && lane_attr(seq[end], ir::kWgmma)) ++end;
+          if (end > i) {
+            wgmma_run({seq.begin() + i, seq.begin() + end});
+            i = end;
+            continue;
+          }
           while (end < seq.size() && d_.warp_mma() && lane_mma(seq[end])) ++end;
           if (end - i >= 2) {
             warp_mma_run({seq.begin() + i, seq.begin() + end});
@@ -616,6 +637,8 @@ class KernelPrinter {
       case ir::StmtKind::Evaluate: {
         const ir::Expr& v = s.as<ir::EvaluateNode>()->value;
         if (const auto* c = v.as<ir::CallNode>(); c && c->name == "kiln_barrier") {
+          // Shared memory filled by this thread and read by wgmma after the barrier.
+          if (wgmma_) line(d_.async_proxy_fence());
           line(d_.barrier());
           if (!shadows_.empty()) line("++kiln_rc_epoch;");  // every work-item passes every barrier
           return;
@@ -669,17 +692,59 @@ class KernelPrinter {
     line(d_.async_copy(bytes, dst, src, fmt::format("({} ? {} : 0)", ok, bytes)));
   }
 
-  // A warp's mma over one tile (mma_intrin.h): the lanes' loop around an ir::kMmaSync region.
-  static const ir::AttrStmtNode* lane_mma(const ir::Stmt& s) {
+  // A warp's mma over one tile (mma_intrin.h): the lanes' loop around an ir::kMmaSync region
+  // (or another intrinsic's, `key`).
+  static const ir::AttrStmtNode* lane_attr(const ir::Stmt& s, const char* key) {
     const auto* loop = s.as<ir::ForNode>();
     if (!loop || loop->for_kind != ir::ForKind::ThreadBinding || loop->thread_tag != "threadIdx.x") return nullptr;
     ir::Stmt body = loop->body;
     while (const auto* a = body.as<ir::AttrStmtNode>()) {
-      if (a->key == ir::kMmaSync) return a;
+      if (a->key == key) return a;
       if (a->key != ir::kWarpFragment) return nullptr;
       body = a->body;
     }
     return nullptr;
+  }
+  static const ir::AttrStmtNode* lane_mma(const ir::Stmt& s) { return lane_attr(s, ir::kMmaSync); }
+
+  // Consecutive wgmma of a warpgroup (one K slice's, mma_intrin.h) as the dialect's fenced,
+  // committed and waited run, in the lanes' loop of the first.
+  void wgmma_run(const std::vector<ir::Stmt>& run) {
+    const auto* first = run[0].as<ir::ForNode>();
+    line("{");
+    ++indent_;
+    line(fmt::format("const int {} = (int){};", name_of(first->loop_var), d_.thread_index("threadIdx.x")));
+    lane_vars_.push_back(first->loop_var);
+    line(d_.wgmma_begin());
+    std::vector<std::string> all_acc;
+    for (const ir::Stmt& s : run) {
+      const auto* loop = s.as<ir::ForNode>();
+      const ir::AttrStmtNode* a = lane_attr(s, ir::kWgmma);
+      const ir::Expr call = ir::substitute(a->value, ir::VarMap<ir::Expr>{{loop->loop_var.get(), first->loop_var}});
+      const auto* c = call.as<ir::CallNode>();
+      KILN_CHECK(c && c->name == ir::kWgmmaCall && c->args.size() >= 7)
+          << "kernel '" << f_.name << "': " << ir::kWgmma << " without its call";
+      const size_t d = c->args.size() - 7;
+      std::vector<std::string> acc;
+      for (size_t i = 0; i < d; ++i) acc.push_back(mma_element(c->args[i]));
+      auto desc = [&](const ir::Expr& base, const ir::Expr& lbo, const ir::Expr& sbo) {
+        const auto* l = base.as<ir::BufferLoadNode>();
+        KILN_CHECK(l && l->indices.size() == 1 && l->buffer->scope == "shared")
+            << "kernel '" << f_.name << "': a wgmma operand not in shared memory";
+        return fmt::format("kiln_wgmmadesc_uint64({} + {}, {}, {})", name_of(l->buffer->data), use(l->indices[0]),
+                           use(lbo), use(sbo));
+      };
+      const ir::DataType in = c->args[d].dtype();
+      line(d_.wgmma(in.is_bfloat() ? "bf16" : "f16", static_cast<int64_t>(2 * d), acc,
+                    desc(c->args[d], c->args[d + 2], c->args[d + 3]), desc(c->args[d + 1], c->args[d + 4], c->args[d + 5]),
+                    !ir::is_zero(c->args[d + 6])));
+      for (const std::string& x : acc)
+        if (std::find(all_acc.begin(), all_acc.end(), x) == all_acc.end()) all_acc.push_back(x);
+    }
+    for (const std::string& l : d_.wgmma_end(all_acc)) line(l);
+    lane_vars_.pop_back();
+    --indent_;
+    line("}");
   }
 
   // Consecutive mma of a warp's tiles, printed as one lanes' loop whose ldmatrix loads are
@@ -845,6 +910,7 @@ class KernelPrinter {
   // Only in a run of mma (warp_mma_run): the registers each ldmatrix filled, by instruction and
   // address.
   std::optional<std::map<std::string, std::vector<std::string>>> mma_fragments_;
+  bool wgmma_ = false;  // the kernel has wgmma (ir::kWgmma) the dialect prints
   std::vector<std::string> pending_;
 };
 

@@ -65,7 +65,15 @@ std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
     const bool stored = op == "rcload";
     std::string ty = t.is_floating() && t.bits == 16 && !stored ? "float" : d.type_name(t), fn = "kiln_" + key;
     std::string prefix = d.language() == Language::kCUDA ? "static __device__ __forceinline__ " : "static inline ";
-    if (op == "floordiv")
+    if (op == "wgmmadesc")
+      // A wgmma shared-memory descriptor (PTX ISA, "Matrix Descriptor Format"): the operand's
+      // address, the byte strides of its core matrices along the leading and the stride
+      // dimension, each in 16-byte units; no swizzle (bits 62-63 zero), base offset 0.
+      out += fmt::format("{}{} {}(const void* p, unsigned lbo, unsigned sbo) {{ const unsigned a = "
+                         "(unsigned)__cvta_generic_to_shared(p); return (unsigned long long)((a & 0x3FFFF) >> 4) | "
+                         "((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32); }}\n",
+                         prefix, "unsigned long long", fn);
+    else if (op == "floordiv")
       out += fmt::format("{}{} {}({} a, {} b) {{ {} q = a / b; return q - (((a % b) != 0) && (((a % b) ^ b) < 0)); }}\n",
                          prefix, ty, fn, ty, ty, ty);
     else if (op == "floormod")

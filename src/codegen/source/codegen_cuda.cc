@@ -72,6 +72,36 @@ class CudaDialect : public Dialect {
         "{{%8, %9}}, {{%0, %1, %2, %3}};\" : {1} : {2});",
         in, fmt::join(outs, ", "), fmt::join(ins, ", "));
   }
+  // wgmma (sm_90a) as inline PTX: fenced before the run (the accumulators were written by
+  // ordinary instructions), committed and waited for at its end (the K slice's buffer is
+  // refilled after the next barrier), the accumulators then bound in place by an empty asm so
+  // that no use moves above the wait. scale-d is 1: the accumulators start at zero (the init).
+  bool warpgroup_mma() const override { return true; }
+  std::string wgmma_begin() const override { return "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");"; }
+  std::string wgmma(const std::string& in, int64_t n, const std::vector<std::string>& acc, const std::string& a,
+                    const std::string& b, bool b_mn_major) const override {
+    std::vector<std::string> outs, slots;
+    for (size_t i = 0; i < acc.size(); ++i) {
+      outs.push_back("\"+f\"(" + acc[i] + ")");
+      slots.push_back("%" + std::to_string(i));
+    }
+    const size_t d = acc.size();
+    return fmt::format(
+        "asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}}, %{4}, %{5}, p, 1, 1, 0, {6};\\n}}\\n\" : {7} : "
+        "\"l\"({8}), \"l\"({9}), \"r\"(1) : \"memory\");",
+        d + 2, n, in, fmt::join(slots, ", "), d, d + 1, b_mn_major ? 1 : 0, fmt::join(outs, ", "), a, b);
+  }
+  std::vector<std::string> wgmma_end(const std::vector<std::string>& acc) const override {
+    std::vector<std::string> outs;
+    for (const std::string& x : acc) outs.push_back("\"+f\"(" + x + ")");
+    return {"asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");",
+            "asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");",
+            fmt::format("asm volatile(\"\" : {} :: \"memory\");", fmt::join(outs, ", "))};
+  }
+  // Orders this thread's ordinary shared-memory writes (cp.async's included) before the async
+  // proxy's reads (wgmma's) that follow the next barrier.
+  std::string async_proxy_fence() const override { return "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");"; }
   // ldmatrix as inline PTX (sm_75 and newer). Volatile with a "memory" clobber: it reads shared
   // memory the copies fill, so it must stay between their barriers (the printer shares one
   // load among the mma of a run itself, warp_mma_run).

@@ -108,7 +108,7 @@ std::vector<KernelResources> parse_ptxas_report(const std::string& log) {
 bool nvrtc_available() { return false; }
 std::string nvrtc_version() { return ""; }
 
-NvrtcResult compile_cuda(const std::string&, const std::vector<int>&, bool) {
+NvrtcResult compile_cuda(const std::string&, const std::vector<int>&, bool, bool) {
   KILN_THROW() << "CUDA code generation needs the CUDA toolkit's NVRTC; this kiln was built without it";
   return {};
 }
@@ -185,8 +185,9 @@ std::vector<int> supported_sms() {
   return archs;
 }
 
-std::vector<std::string> options_for(int sm, bool needs_headers, bool verbose) {
-  std::vector<std::string> o = {"--gpu-architecture=sm_" + std::to_string(sm), "--std=c++17", "-default-device",
+std::vector<std::string> options_for(int sm, bool arch_specific, bool needs_headers, bool verbose) {
+  std::vector<std::string> o = {"--gpu-architecture=sm_" + std::to_string(sm) + (arch_specific ? "a" : ""),
+                                "--std=c++17", "-default-device",
                                 "--fmad=true"};
   if (verbose) o.push_back("--ptxas-options=-v");
   if (needs_headers)
@@ -206,9 +207,11 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-NvrtcResult compile_cuda(const std::string& source, const std::vector<int>& requested, bool needs_headers) {
+NvrtcResult compile_cuda(const std::string& source, const std::vector<int>& requested, bool needs_headers,
+                         bool arch_specific) {
   auto start = std::chrono::steady_clock::now();
   std::vector<int> sms = checked_sms(requested);
+  KILN_CHECK(!arch_specific || sms.size() == 1) << "CUDA code generation: an arch-specific build is for one sm";
   std::vector<int> supported = supported_sms();
   for (int sm : sms)
     if (std::find(supported.begin(), supported.end(), sm) == supported.end()) {
@@ -221,14 +224,14 @@ NvrtcResult compile_cuda(const std::string& source, const std::vector<int>& requ
   NvrtcResult result;
   for (int sm : sms) {
     Program prog(source);
-    nvrtcResult r = prog.compile(options_for(sm, needs_headers, true));
+    nvrtcResult r = prog.compile(options_for(sm, arch_specific, needs_headers, true));
     std::string log = prog.log();
     if (r == NVRTC_ERROR_COMPILATION) {
       // With -v, NVRTC 13's log keeps ptxas's report and drops its error line: when ptxas ran
       // (a front-end error stops before it), compile again without -v for the message.
       if (log.empty() || log.find("ptxas info") != std::string::npos) {
         Program again(source);
-        again.compile(options_for(sm, needs_headers, false));
+        again.compile(options_for(sm, arch_specific, needs_headers, false));
         std::string plain = again.log();
         if (!plain.empty()) log = plain;
       }
@@ -242,7 +245,8 @@ NvrtcResult compile_cuda(const std::string& source, const std::vector<int>& requ
     KILN_CHECK(!cubin.bytes.empty()) << "NVRTC gave no cubin for sm_" << sm;
     result.images.push_back(std::move(cubin));
     if (!log.empty()) result.log += log + (log.back() == '\n' ? "" : "\n");
-    if (sm == sms.back()) {
+    if (sm == sms.back()) result.resources = parse_ptxas_report(log);
+    if (sm == sms.back() && !arch_specific) {
       // The PTX of -arch=sm_XX is that of -arch=compute_XX: the image for newer GPUs.
       CudaImage ptx;
       ptx.sm = sm;
@@ -250,7 +254,6 @@ NvrtcResult compile_cuda(const std::string& source, const std::vector<int>& requ
       ptx.bytes = prog.ptx();
       KILN_CHECK(ptx.bytes.size() > 1) << "NVRTC gave no PTX for sm_" << sm;
       result.images.push_back(std::move(ptx));
-      result.resources = parse_ptxas_report(log);
     }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -64,8 +64,10 @@ std::string nvrtc_version();
 // needs no CUDA header). Throws kiln::Error naming the sm: with NVRTC's log on a compile error,
 // with ptxas's message on a resource error (e.g. "Entry function 'k' uses too much shared data
 // (0x10000 bytes, 0xc000 max)"), for an sm this NVRTC does not support (listing those it
-// does), for no sm, and when kiln was built without NVRTC.
-NvrtcResult compile_cuda(const std::string& source, const std::vector<int>& sms, bool needs_headers = false);
+// does), for no sm, and when kiln was built without NVRTC. With `arch_specific`, for sm_XXa
+// (`sms` one sm: a cubin alone, no PTX, which runs on that chip only).
+NvrtcResult compile_cuda(const std::string& source, const std::vector<int>& sms, bool needs_headers = false,
+                         bool arch_specific = false);
 
 // Parses ptxas's -v output into one record per entry function, in the order of the report:
 //   ptxas info    : Compiling entry function 'k' for 'sm_80'

@@ -6,6 +6,7 @@
 // can compare buffers by identity. A one-dimensional buffer is already flat and serves as its
 // own flattened buffer.
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
 #include "kiln/ir/functor.h"
@@ -51,6 +52,7 @@ class StorageFlattener : public StmtMutator {
       if (!extent.defined()) extent = make_int(DataType::i32(), 1);
       auto node = std::make_shared<BufferNode>(*b.get());
       node->shape = {extent};
+      node->core_matrices = false;  // laid out by linearize
       out = Buffer(std::move(node));
     }
     flat_.emplace(b.get(), out);
@@ -112,6 +114,7 @@ class StorageFlattener : public StmtMutator {
       }
       if (all_const && n > INT32_MAX) t = DataType::i64();
     }
+    if (b->core_matrices) return core_matrix_offset(b, idx, t);
     // strides[d] = d(d+1) * ... * d(k-1)
     std::vector<Expr> strides(idx.size());
     strides.back() = make_int(t, 1);
@@ -127,6 +130,24 @@ class StorageFlattener : public StmtMutator {
     }
     if (!sum.defined()) return make_int(t.with_lanes(lanes), 0);
     return sum;
+  }
+
+  // BufferNode::core_matrices: the last two indices (r, c) of an [R, C] matrix at
+  // ((r / 8) (C / 8) + c / 8) 64 + (r % 8) 8 + c % 8, the matrices before in row-major order.
+  Expr core_matrix_offset(const Buffer& b, const std::vector<Expr>& idx, DataType t) {
+    const size_t nd = idx.size();
+    const std::optional<int64_t> rows = as_const_int(b->shape[nd - 2]), cols = as_const_int(b->shape[nd - 1]);
+    KILN_CHECK(nd >= 2 && rows && cols && *rows % 8 == 0 && *cols % 8 == 0)
+        << "buffer '" << b->name << "' in core matrices is not made of whole 8 x 8 matrices";
+    KILN_CHECK(idx[nd - 1].dtype().is_scalar()) << "buffer '" << b->name << "' in core matrices: a vector index";
+    auto c = [&](int64_t v) { return make_int(t, v); };
+    const Expr r = to_index_type(idx[nd - 2], t), k = to_index_type(idx[nd - 1], t);
+    Expr sum = add((floordiv(r, c(8)) * c(*cols / 8) + floordiv(k, c(8))) * c(64), floormod(r, c(8)) * c(8) + floormod(k, c(8)));
+    Expr matrix;
+    for (size_t d = 0; d + 2 < nd; ++d)
+      matrix = add_folded(matrix.defined() ? mul_folded(matrix, to_index_type(b->shape[d], t)) : matrix,
+                          to_index_type(idx[d], t));
+    return matrix.defined() ? add(mul(matrix, c(*rows * *cols)), sum) : sum;
   }
 
   std::unordered_map<const BufferNode*, Buffer> flat_;

@@ -45,6 +45,25 @@ void fetch(Stage st, int64_t wm, int64_t wn, int64_t lanes) {
   spread_over_threads(st, f, wm, wn);
 }
 
+// Copies `st` into core matrices (Stage::core_matrix_layout) with every thread of the block, 8
+// neighbouring elements a copy: the 8 rows of a core matrix by 8 neighbouring lanes, so each
+// lane's 16 bytes land beside its neighbour's (rows 16 bytes apart: no bank conflict) and a
+// warp reads 64 contiguous bytes of each of 8 rows.
+void fetch_core_matrices(Stage st, int64_t warps) {
+  std::vector<ir::IterVar> ax = st.op_axis();
+  const size_t nd = ax.size();
+  auto [ro, ri] = st.split(ax[nd - 2], 8);
+  auto [co, v] = st.split(ax[nd - 1], 8);
+  std::vector<ir::IterVar> order(ax.begin(), ax.end() - 2);
+  for (const ir::IterVar& x : {ro, co, ri, v}) order.push_back(x);
+  st.reorder(order);
+  st.vectorize(v);
+  ir::IterVar f = order[0];
+  for (size_t i = 1; i + 1 < order.size(); ++i) f = st.fuse(f, order[i]);
+  spread_over_threads(st, f, warps, 1);
+  st.core_matrix_layout();
+}
+
 // The largest of `wanted` halved while a * b exceeds `limit` (the warps of a block, then the
 // tiles of a warp, shrink for a product smaller than the default block).
 std::pair<int64_t, int64_t> fit(int64_t a, int64_t b, int64_t unit, int64_t limit) {
@@ -116,14 +135,52 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   // A block no larger than the product: a single block past its end would leave its stores'
   // tile shorter than the warps (the region lowering realizes stops at the end), some warps
   // without rows, and the barriers of the warps' K loop in a branch.
-  const auto [wm, fm] = fit(cfg.define_knob("warps_m", {1, 2, 4}, wm0), cfg.define_knob("mma_m", {1, 2, 4}, fm0), 16, m);
-  const auto [wn, fn] = fit(cfg.define_knob("warps_n", {1, 2, 4}, wn0), cfg.define_knob("mma_n", {1, 2, 4, 8}, fn0), 8, n);
-  const int64_t bk = cfg.define_knob("mma_k", {16, 32, 64}, bk0);
+  auto [wm, fm] = fit(cfg.define_knob("warps_m", {1, 2, 4}, wm0), cfg.define_knob("mma_m", {1, 2, 4}, fm0), 16, m);
+  auto [wn, fn] = fit(cfg.define_knob("warps_n", {1, 2, 4}, wn0), cfg.define_knob("mma_n", {1, 2, 4, 8}, fn0), 8, n);
+  int64_t bk = cfg.define_knob("mma_k", {16, 32, 64}, bk0);
+  // Hopper's warpgroup mma (sm_90a, wgmma_m64nNk16): warpgroups of 4 warps, each 64 rows of
+  // the block by all its columns, one wgmma a warpgroup and 16-deep K step, operands read from
+  // shared memory in core matrices (no fragments in registers). Where M is whole warpgroups:
+  // 2 a block where M allows (128 rows), K slices of 64 where K allows. The knobs above then
+  // stay unused.
+  const bool cuda = target.kind == TargetKind::kCUDA;
+  const bool wgmma_fits = m % 64 == 0 && n % 8 == 0;
+  // The warpgroups' columns: the largest power of two up to 256 that divides N and still gives
+  // a block per multiprocessor (else the largest that divides N), at most wgmma_n.
+  const int64_t groups = m % 128 == 0 ? 2 : 1;
+  int64_t cols = 8;
+  for (int64_t c : {256, 128, 64, 32, 16, 8}) {
+    if (n % c) continue;
+    if (cols == 8) cols = c;
+    if (batch * ceil_div(m, 64 * groups) * (n / c) >= target.gpu.multiprocessors) {
+      cols = c;
+      break;
+    }
+  }
+  // Knobs only where wgmma can run (sm_90a) or its reference loops print (OpenCL's twin): other
+  // CUDA targets' tuners have nothing to choose there.
+  const bool wgmma_knobs = !cuda || target.gpu.wgmma();
+  if (wgmma_knobs)
+    cols = std::min<int64_t>(cols, cfg.define_knob("wgmma_n", {64, 128, 256}, std::max<int64_t>(64, cols)));
+  // Off by default: on an H200 (bench/gpu/results, 2026-11-27 run 8) the float16 GEMM 4096 ran
+  // 203 TFLOP/s this way against mma.sync's 330 (its operands unswizzled, each K slice's wgmma
+  // waited for before the barrier); correct, and the tuner's to choose.
+  const bool warpgroups = wgmma_knobs && cfg.define_knob("warpgroup_mma", {0, 1}, 0) != 0;
+  if (warpgroups) {
+    KILN_USER_CHECK(wgmma_fits) << "matmul_tensorcore_gpu: warpgroup_mma=1, but M = " << m << " is not whole warpgroups of "
+                                << "64 rows (or N = " << n << " not whole columns of 8)";
+    wm = 4 * groups;
+    fm = 1;
+    wn = 1;
+    fn = cols / 8;
+    bk = k % 64 == 0 ? 64 : k % 32 == 0 ? 32 : 16;
+  }
   const int64_t bm = 16 * fm * wm, bn = 8 * fn * wn, threads = 32 * wm * wn;
   const bool db = buffers >= 2 && k > bk;
   const int64_t in_bytes = anchor.op().input_tensors()[0].dtype().bytes();
-  // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]).
-  const int64_t pad = 16 / in_bytes;
+  // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]), not
+  // for wgmma's core matrices.
+  const int64_t pad = warpgroups ? 0 : 16 / in_bytes;
   const int64_t b_tile = std::max(bk * (bn + pad), bn * (bk + pad));
   // The float32 staging tile, written after the K loop, takes the operand tiles' bytes
   // (ir::plan_shared_storage): the block needs the larger of the two.
@@ -179,21 +236,31 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   f.compute_at(acc, wj);
   std::vector<ir::IterVar> fax = f.op_axis();
   auto [gi, g16] = f.split(fax[nd - 2], 16);
-  auto [gj, g8] = f.split(fax[nd - 1], 8);
+  auto [gj, g8] = f.split(fax[nd - 1], warpgroups ? bn : 8);
   auto [ko, kr] = f.split(f.reduce_axis(0), bk);
   auto [km, k16] = f.split(kr, 16);
   f.reorder({ko, km, gi, gj, g16, g8, k16});
   f.unroll(km);
   f.unroll(gi);
   f.unroll(gj);
-  f.tensorize(g16, mma);
+  if (warpgroups) {
+    const std::vector<te::Tensor> in = mma.decl.op().input_tensors();
+    f.tensorize(g16, wgmma_m64nNk16(in[0].dtype(), in[1].shape()[0] == 16, bn));
+  } else {
+    f.tensorize(g16, mma);
+  }
 
   // Rows padded by 16 bytes: the lanes' fragment loads read eight rows at once (groupID), which
   // a 64- or 128-byte row stride put four to a bank; 16 bytes keeps the cp.async targets aligned.
+  // wgmma reads core matrices instead.
   for (const te::Tensor& t : {a_sh, b_sh}) {
     s[t].compute_at(f, ko);
-    fetch(s[t], wm, wn, pad);
-    s[t].pad_rows(pad);
+    if (warpgroups) {
+      fetch_core_matrices(s[t], wm);
+    } else {
+      fetch(s[t], wm, wn, pad);
+      s[t].pad_rows(pad);
+    }
     if (db) s[t].double_buffer(buffers);
   }
 }

@@ -9,6 +9,14 @@
 //   mma_k              the slice of K staged per step: 16, 32, 64
 //   (double_buffer,    matmul_gpu.h's knobs: the slices double-buffered (pipeline_stages buffers,
 //    pipeline_stages)  3 by default here), loaded with cp.async on sm_80+
+//   warpgroup_mma      sm_90a (and OpenCL's twin) only: Hopper's wgmma instead, off by default
+//   wgmma_n            its warpgroups' columns: 64, 128 or 256 (at most what divides N)
+// With warpgroup_mma, a block is 1 or 2 warpgroups (4 warps each, 64 rows: 2 where M is whole
+// blocks of 128) by wgmma_n columns, K slices of 64 (or 32, 16 as K allows); each warpgroup's
+// K step is one wgmma_m64nNk16 (mma_intrin.h) reading the operand tiles where they are, in
+// shared memory laid out as core matrices (Stage::core_matrix_layout), each K slice's run
+// waited for before the slice's barrier. On an H200 it was slower than mma.sync (203 against
+// 330 TFLOP/s on the float16 GEMM 4096): hence off by default.
 // Default block: the largest whose grid still has a block per multiprocessor, 128 x 256 (2 x 4
 // warps of 4 x 8 tiles) or 128 x 128 (4 x 2 warps of 2 x 8) with K slices of 64, else 64 x 64
 // (2 x 2 warps of 2 x 4) with slices of 32
