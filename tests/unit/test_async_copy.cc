@@ -64,6 +64,16 @@ ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, const Target& t, const st
   return codegen::lower_to_ir(s, {x, w, y}, "dense");
 }
 
+// C = A B with B [K, N] (a matmul's layout: both tiles' rows run along a tensor's rows).
+ir::PrimFunc matmul_ir(int64_t m, int64_t n, int64_t k, const Target& t, const std::map<std::string, size_t>& choices = {}) {
+  te::Tensor a = te::placeholder({m, k}, ir::DataType::f32(), "A");
+  te::Tensor b = te::placeholder({k, n}, ir::DataType::f32(), "B");
+  te::Tensor c = te::ops::batch_matmul(a, b);
+  schedule::Config cfg = schedule::Config::with_choices(choices);
+  schedule::Schedule s = schedule::schedule_anchor_gpu({c}, c, schedule::schedule_matmul_gpu, t, cfg);
+  return codegen::lower_to_ir(s, {a, b, c}, "matmul");
+}
+
 // The value the matmul template's default schedule of a 128^3 dense takes for `knob` on `t`.
 int64_t default_knob(const Target& t, const std::string& knob) {
   te::Tensor x = te::placeholder({128, 128}, ir::DataType::f32(), "X");
@@ -315,6 +325,36 @@ TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-check
         }
       CHECK(wrong == 0);
     }
+  }
+  // A K x N B: both tiles copied 16 bytes a copy, the blocks at the ends of 100 x 100 ragged
+  // (whole vectors past the end not copied, and not used).
+  for (bool race_check : {false, true}) {
+    INFO("matmul 100x100x100" << (race_check ? " race-checked" : ""));
+    const int64_t m = 100, n = 100, k = 100;
+    ir::PrimFunc f = async_form(matmul_ir(m, n, k, t, {{"double_buffer", 1}}));
+    REQUIRE(test::occurrences(ir::to_string(f), "async_copy = 16") == 4);
+    codegen::GpuBuildOptions opt;
+    opt.race_check = race_check;
+    codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
+    auto av = ref::random_floats(m * k, 13, -4.f, 4.f), bv = ref::random_floats(k * n, 14, -4.f, 4.f);
+    std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), av),
+                                 NDArray::from_vector<float>({k, n}, runtime::dtype_f32(), bv),
+                                 NDArray::zeros({m, n}, runtime::dtype_f32())};
+    test::RaceReport races;
+    test::run_on_device(*dev, mod, args, 0, race_check ? &races : nullptr);
+    CHECK(races.count == 0);
+    const float* out = args[2].data<float>();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0, mag = 0;
+        for (int64_t q = 0; q < k; ++q) {
+          acc += double(av[i * k + q]) * bv[q * n + j];
+          mag += std::abs(double(av[i * k + q]) * bv[q * n + j]);
+        }
+        wrong += !(std::abs(out[i * n + j] - acc) <= 1e-5 * (1 + mag));
+      }
+    CHECK(wrong == 0);
   }
   // The padded conv: its zero-filling copies as selects.
   PaddedConv conv(t);
