@@ -433,7 +433,7 @@ struct LaunchStats {
 // warp's 16 x 8 x 16 product (2 * 16 * 8 * 16 flops), so `runs` (the product of the enclosing
 // loops' extents, the 32 lanes included) / 32 products. ir::kWgmma marks one lane's share of a
 // warp's 16 x N x 16 part of its warpgroup's product, N twice the lane's accumulators (its
-// call's arguments less the 7 after them).
+// call's arguments less the kWgmmaOperands after them).
 double mma_flops(const Stmt& s, double runs = 1) {
   if (!s.defined()) return 0;
   switch (s.kind()) {
@@ -446,7 +446,7 @@ double mma_flops(const Stmt& s, double runs = 1) {
       if (op->key == kMmaSync) return runs / 32 * 2 * 16 * 8 * 16;
       if (op->key == kWgmma) {
         const auto* call = op->value.as<CallNode>();
-        const double n = call ? 2.0 * static_cast<double>(call->args.size() - 7) : 0;
+        const double n = call ? 2.0 * static_cast<double>(call->args.size() - kWgmmaOperands) : 0;
         return runs / 32 * 2 * 16 * n * 16;
       }
       return mma_flops(op->body, runs);

@@ -71,6 +71,14 @@ ir::Stmt lanes(const ir::Var& lane, const ir::Buffer& warp_buffer, const ir::Stm
                       ir::attr_stmt(ir::kWarpFragment, warp_buffer->data, i32(kLanes), per_lane), "threadIdx.x");
 }
 
+// Zeroes the lane's `count` accumulators of the tile at `out`'s base, every lane of the warp.
+ir::Stmt zero_accumulators(const TensorIntrinBuffer& out, const std::string& intrin, int64_t count) {
+  ir::Var lane("lane"), e("e");
+  const ir::Expr p = lane_offset(out, intrin) + e;
+  ir::Stmt zero = ir::buffer_store(out.buffer, ir::make_zero(ir::DataType::f32()), unflatten(out.buffer, p));
+  return lanes(lane, out.buffer, ir::for_loop(e, 0, count, ir::ForKind::Unrolled, zero));
+}
+
 }  // namespace
 
 MmaElement mma_a_element(const ir::Expr& lane, const ir::Expr& i) {
@@ -107,10 +115,7 @@ TensorIntrin mma_m16n8k16(ir::DataType in, bool b_kn) {
     return b_kn ? at(t, kk, n) : at(t, n, kk);
   };
   auto init = [name](const std::vector<TensorIntrinBuffer>&, const std::vector<TensorIntrinBuffer>& out) {
-    ir::Var lane("lane"), e("e");
-    const ir::Expr p = lane_offset(out[0], name) + e;
-    ir::Stmt zero = ir::buffer_store(out[0].buffer, ir::make_zero(ir::DataType::f32()), unflatten(out[0].buffer, p));
-    return lanes(lane, out[0].buffer, ir::for_loop(e, 0, 4, ir::ForKind::Unrolled, zero));
+    return zero_accumulators(out[0], name, 4);
   };
   auto update = [name, b_at](const std::vector<TensorIntrinBuffer>& ins, const std::vector<TensorIntrinBuffer>& out) {
     const TensorIntrinBuffer &ta = ins[0], &tb = ins[1], &tc = out[0];
@@ -166,10 +171,7 @@ TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n) {
   };
   const int64_t per_lane = n / 2;
   auto init = [name, per_lane](const std::vector<TensorIntrinBuffer>&, const std::vector<TensorIntrinBuffer>& out) {
-    ir::Var lane("lane"), e("e");
-    const ir::Expr p = lane_offset(out[0], name) + e;
-    ir::Stmt zero = ir::buffer_store(out[0].buffer, ir::make_zero(ir::DataType::f32()), unflatten(out[0].buffer, p));
-    return lanes(lane, out[0].buffer, ir::for_loop(e, 0, per_lane, ir::ForKind::Unrolled, zero));
+    return zero_accumulators(out[0], name, per_lane);
   };
   auto update = [name, b_kn, b_at, per_lane](const std::vector<TensorIntrinBuffer>& ins,
                                              const std::vector<TensorIntrinBuffer>& out) {

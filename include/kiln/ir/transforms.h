@@ -121,6 +121,8 @@ inline constexpr const char* kMmaSyncCall = "kiln_mma_m16n8k16";
 // The CUDA dialect prints a run of them as wgmma.mma_async (sm_90a), every other the bodies.
 inline constexpr const char* kWgmma = "wgmma";
 inline constexpr const char* kWgmmaCall = "kiln_wgmma_m64nNk16";
+// kWgmmaCall's arguments after the accumulators: a, b, the four offsets and b_mn_major.
+inline constexpr size_t kWgmmaOperands = 7;
 
 // Gives each lane its part of every buffer of scope "warp" (Stage::set_scope): the allocation
 // of N elements becomes a local one of N / 32, which the per-lane indices inside kWarpFragment

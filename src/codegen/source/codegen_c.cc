@@ -586,6 +586,7 @@ class KernelPrinter {
         const auto* a = s.as<ir::AttrStmtNode>();
         if (a->key == ir::kAsyncCopy && d_.async_copies()) async_copy(a);
         else if (a->key == ir::kMmaSync && d_.warp_mma()) warp_mma(a);
+        else if (a->key == ir::kWgmma && wgmma_) warp_wgmma(a);
         else stmt(a->body);
         return;
       }
@@ -708,43 +709,38 @@ class KernelPrinter {
   static const ir::AttrStmtNode* lane_mma(const ir::Stmt& s) { return lane_attr(s, ir::kMmaSync); }
 
   // Consecutive wgmma of a warpgroup (one K slice's, mma_intrin.h) as the dialect's fenced,
-  // committed and waited run, in the lanes' loop of the first.
+  // committed and waited run: each in its lanes' loop (warp_wgmma), the run's accumulators held
+  // after the wait.
   void wgmma_run(const std::vector<ir::Stmt>& run) {
-    const auto* first = run[0].as<ir::ForNode>();
-    line("{");
-    ++indent_;
-    line(fmt::format("const int {} = (int){};", name_of(first->loop_var), d_.thread_index("threadIdx.x")));
-    lane_vars_.push_back(first->loop_var);
     line(d_.wgmma_begin());
-    std::vector<std::string> all_acc;
-    for (const ir::Stmt& s : run) {
-      const auto* loop = s.as<ir::ForNode>();
-      const ir::AttrStmtNode* a = lane_attr(s, ir::kWgmma);
-      const ir::Expr call = ir::substitute(a->value, ir::VarMap<ir::Expr>{{loop->loop_var.get(), first->loop_var}});
-      const auto* c = call.as<ir::CallNode>();
-      KILN_CHECK(c && c->name == ir::kWgmmaCall && c->args.size() >= 7)
-          << "kernel '" << f_.name << "': " << ir::kWgmma << " without its call";
-      const size_t d = c->args.size() - 7;
-      std::vector<std::string> acc;
-      for (size_t i = 0; i < d; ++i) acc.push_back(mma_element(c->args[i]));
-      auto desc = [&](const ir::Expr& base, const ir::Expr& lbo, const ir::Expr& sbo) {
-        const auto* l = base.as<ir::BufferLoadNode>();
-        KILN_CHECK(l && l->indices.size() == 1 && l->buffer->scope == "shared")
-            << "kernel '" << f_.name << "': a wgmma operand not in shared memory";
-        return fmt::format("kiln_wgmmadesc_uint64({} + {}, {}, {})", name_of(l->buffer->data), use(l->indices[0]),
-                           use(lbo), use(sbo));
-      };
-      const ir::DataType in = c->args[d].dtype();
-      line(d_.wgmma(in.is_bfloat() ? "bf16" : "f16", static_cast<int64_t>(2 * d), acc,
-                    desc(c->args[d], c->args[d + 2], c->args[d + 3]), desc(c->args[d + 1], c->args[d + 4], c->args[d + 5]),
-                    !ir::is_zero(c->args[d + 6])));
-      for (const std::string& x : acc)
-        if (std::find(all_acc.begin(), all_acc.end(), x) == all_acc.end()) all_acc.push_back(x);
-    }
-    for (const std::string& l : d_.wgmma_end(all_acc)) line(l);
-    lane_vars_.pop_back();
-    --indent_;
-    line("}");
+    wgmma_acc_.emplace();
+    for (const ir::Stmt& s : run) stmt(s);
+    for (const std::string& l : d_.wgmma_end(*wgmma_acc_)) line(l);
+    wgmma_acc_.reset();
+  }
+
+  // An ir::kWgmma region as the dialect's wgmma, inside a run (wgmma_run): the call's
+  // accumulators as lvalues, its operands as shared-memory descriptors.
+  void warp_wgmma(const ir::AttrStmtNode* a) {
+    const auto* c = a->value.as<ir::CallNode>();
+    KILN_CHECK(wgmma_acc_ && c && c->name == ir::kWgmmaCall && c->args.size() > ir::kWgmmaOperands)
+        << "kernel '" << f_.name << "': " << ir::kWgmma << " without its call, or outside a run";
+    const size_t d = c->args.size() - ir::kWgmmaOperands;
+    std::vector<std::string> acc;
+    for (size_t i = 0; i < d; ++i) acc.push_back(mma_element(c->args[i]));
+    auto desc = [&](const ir::Expr& base, const ir::Expr& lbo, const ir::Expr& sbo) {
+      const auto* l = base.as<ir::BufferLoadNode>();
+      KILN_CHECK(l && l->indices.size() == 1 && l->buffer->scope == "shared")
+          << "kernel '" << f_.name << "': a wgmma operand not in shared memory";
+      return fmt::format("kiln_wgmmadesc_uint64({} + {}, {}, {})", name_of(l->buffer->data), use(l->indices[0]),
+                         use(lbo), use(sbo));
+    };
+    const ir::DataType in = c->args[d].dtype();
+    line(d_.wgmma(in.is_bfloat() ? "bf16" : "f16", static_cast<int64_t>(2 * d), acc,
+                  desc(c->args[d], c->args[d + 2], c->args[d + 3]), desc(c->args[d + 1], c->args[d + 4], c->args[d + 5]),
+                  !ir::is_zero(c->args[d + 6])));
+    for (const std::string& x : acc)
+      if (std::find(wgmma_acc_->begin(), wgmma_acc_->end(), x) == wgmma_acc_->end()) wgmma_acc_->push_back(x);
   }
 
   // Consecutive mma of a warp's tiles, printed as one lanes' loop whose ldmatrix loads are
@@ -911,6 +907,8 @@ class KernelPrinter {
   // address.
   std::optional<std::map<std::string, std::vector<std::string>>> mma_fragments_;
   bool wgmma_ = false;  // the kernel has wgmma (ir::kWgmma) the dialect prints
+  // Only in a run of wgmma (wgmma_run): its accumulators, each once.
+  std::optional<std::vector<std::string>> wgmma_acc_;
   std::vector<std::string> pending_;
 };
 
