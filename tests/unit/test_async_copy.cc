@@ -64,6 +64,24 @@ ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, const Target& t, const st
   return codegen::lower_to_ir(s, {x, w, y}, "dense");
 }
 
+// Elements of the m x n product `out` farther from a double-precision sum over k than 1e-5 of
+// (1 + the sum of the products' magnitudes); B is [n, k] (a dense weight) or, with b_kn, [k, n].
+int64_t product_errors(const float* out, const std::vector<float>& a, const std::vector<float>& b, int64_t m,
+                       int64_t n, int64_t k, bool b_kn) {
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0, mag = 0;
+      for (int64_t q = 0; q < k; ++q) {
+        const double p = double(a[i * k + q]) * (b_kn ? b[q * n + j] : b[j * k + q]);
+        acc += p;
+        mag += std::abs(p);
+      }
+      wrong += !(std::abs(out[i * n + j] - acc) <= 1e-5 * (1 + mag));
+    }
+  return wrong;
+}
+
 // C = A B with B [K, N] (a matmul's layout: both tiles' rows run along a tensor's rows).
 ir::PrimFunc matmul_ir(int64_t m, int64_t n, int64_t k, const Target& t, const std::map<std::string, size_t>& choices = {}) {
   te::Tensor a = te::placeholder({m, k}, ir::DataType::f32(), "A");
@@ -312,18 +330,7 @@ TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-check
       test::run_on_device(*dev, mod, args, 0, race_check ? &races : nullptr);
       CHECK(races.count == 0);
       CHECK(races.first == "");
-      const float* out = args[2].data<float>();
-      int64_t wrong = 0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double acc = 0, mag = 0;
-          for (int64_t q = 0; q < k; ++q) {
-            acc += double(xv[i * k + q]) * wv[j * k + q];
-            mag += std::abs(double(xv[i * k + q]) * wv[j * k + q]);
-          }
-          wrong += !(std::abs(out[i * n + j] - acc) <= 1e-5 * (1 + mag));
-        }
-      CHECK(wrong == 0);
+      CHECK(product_errors(args[2].data<float>(), xv, wv, m, n, k, /*b_kn=*/false) == 0);
     }
   }
   // A K x N B: both tiles copied 16 bytes a copy, the blocks at the ends of 100 x 100 ragged
@@ -343,18 +350,7 @@ TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-check
     test::RaceReport races;
     test::run_on_device(*dev, mod, args, 0, race_check ? &races : nullptr);
     CHECK(races.count == 0);
-    const float* out = args[2].data<float>();
-    int64_t wrong = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0, mag = 0;
-        for (int64_t q = 0; q < k; ++q) {
-          acc += double(av[i * k + q]) * bv[q * n + j];
-          mag += std::abs(double(av[i * k + q]) * bv[q * n + j]);
-        }
-        wrong += !(std::abs(out[i * n + j] - acc) <= 1e-5 * (1 + mag));
-      }
-    CHECK(wrong == 0);
+    CHECK(product_errors(args[2].data<float>(), av, bv, m, n, k, /*b_kn=*/true) == 0);
   }
   // The padded conv: its zero-filling copies as selects.
   PaddedConv conv(t);

@@ -16,6 +16,7 @@
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/transforms.h"
+#include "kiln/schedule/lower.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/matmul_gpu.h"
 #include "kiln/te/ops/nn_dense.h"
@@ -341,6 +342,17 @@ TEST_CASE("pad_rows: refusals", "[schedule]") {
   CHECK_THROWS_WITH(s[y].pad_rows(4), Contains("pad_rows: stage 'Y' has scope 'global'"));
   te::Tensor cached = s.cache_read(x, "shared", {y});
   CHECK_THROWS_WITH(s[cached].pad_rows(-1), Contains("-1 elements of padding"));
+}
+
+TEST_CASE("core_matrix_layout: refusals", "[schedule]") {
+  te::Tensor x = te::placeholder({8, 8}, ir::DataType::f16(), "X");
+  te::Tensor y = te::compute({8, 8}, [&](ir::Var i, ir::Var j) { return x(i, j); }, "Y");
+  schedule::Schedule s = schedule::create({y});
+  CHECK_THROWS_WITH(s[y].core_matrix_layout(), Contains("core_matrix_layout: stage 'Y' has scope 'global'"));
+  te::Tensor cached = s.cache_read(x, "shared", {y});
+  s[cached].core_matrix_layout();
+  s[cached].pad_rows(8);
+  CHECK_THROWS_WITH(schedule::lower(s, {x, y}, "f"), Contains("core_matrix_layout: stage 'X.shared' also pads its rows"));
 }
 
 TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu][cuda]") {

@@ -152,6 +152,13 @@ TEST_CASE("mma intrinsics refuse nests that do not match, saying why", "[schedul
     CHECK_THROWS_WITH(schedule::mma_m16n8k16(ir::DataType::f32(), false),
                       Contains("mma_m16n8k16: inputs must be float16 or bfloat16, not float32"));
   }
+  SECTION("wgmma: operands not in shared memory's core matrices, and a width it has not") {
+    Product p(f16, false, 16, 8, 16);
+    p.schedule(schedule::wgmma_m64nNk16(f16, false, 8), schedule::mma_store_m16n8());
+    CHECK_THROWS_WITH(p.lowered(), Contains("intrinsic 'wgmma_m64n8k16_float16_nt' reads its operands from shared "
+                                            "memory in core matrices") && Contains("but 'A' is global in rows"));
+    CHECK_THROWS_WITH(schedule::wgmma_m64nNk16(f16, false, 12), Contains("wgmma_m64nNk16: N = 12, not a multiple of 8"));
+  }
 }
 
 TEST_CASE("lower_warp_buffers: each lane's part of a warp buffer, and its refusals", "[ir][mma]") {
