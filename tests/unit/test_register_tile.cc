@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "kiln/schedule/templates/conv2d_cpu.h"
+#include "kiln/schedule/templates/int8_cpu.h"
 #include "kiln/schedule/templates/register_tile.h"
 #include "test_ops_b_util.h"
 
@@ -106,4 +107,32 @@ TEST_CASE("conv defaults: widths without a vectorizable divisor overhang only wh
     INFO(head);
     CHECK(13 % knob(head, "tile_ow", 1) == 0);
   }
+}
+
+TEST_CASE("int8 dense defaults: AVX2's two-instruction dot ranks tiles by issue, VNNI's by the FMA model",
+          "[target][spaces][int8]") {
+  // bert_mini_int8's feed-forward layer: 128 rows x 256 channels -> 1024 outputs.
+  auto dense_config = [](const Target& t) {
+    te::Tensor x = te::placeholder({128, 256}, ir::DataType::u8(), "x");
+    te::Tensor w = te::placeholder({1024, 256}, ir::DataType::i8(), "w");
+    te::Tensor d = te::ops::dense_int8(x, w, ir::make_const(ir::DataType::u8(), 3), schedule::int8_layout(t), "dense");
+    schedule::Config cfg;
+    schedule::Schedule s = schedule::create({d});
+    schedule::schedule_dense_int8_cpu(s, d, d, t, cfg);
+    return cfg.str();
+  };
+  // AVX2: 8 rows x 1 block (one weight load, eight broadcasts) issues 25 instructions for 8
+  // accumulators; 4 rows x 2 blocks 22 for 8, and it leaves a 16th register for vpmaddwd's
+  // product beside 8 accumulators, 2 weights and the broadcast.
+  std::string avx2 = dense_config(kAvx2);
+  INFO(avx2);
+  CHECK(knob(avx2, "oc_blocks") == 2);
+  CHECK(knob(avx2, "tile_m", 1) == 4);
+  // AVX-512 VNNI (one vpdpbusd a product): the register model's tile, within 32 registers.
+  const Target vnni = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=cascadelake");
+  std::string wide = dense_config(vnni);
+  INFO(wide);
+  const RegisterTile tile{knob(wide, "oc_blocks"), knob(wide, "tile_m", 1)};
+  CHECK(schedule::tile_efficiency(vnni, tile) == 1.0);
+  CHECK(tile.accumulators() >= vnni.facts.fma_in_flight());
 }

@@ -10,7 +10,9 @@
 //
 // Knobs, defaults in brackets:
 //   tile_ow    [W/owr, owr] output columns per tile (conv), tile_m rows per tile (dense)
-//              [the register model's choice among divisors, register_tile.h]
+//              [the register model's choice among divisors: register_tile.h's where the
+//              dot is one instruction; AVX2's int16 pairs, two instructions a product and
+//              a temporary register, rank by accumulators per issued instruction]
 //   oc_blocks  1, 2 or 4 blocks of L output channels per tile (largest dividing)   [model]
 #pragma once
 
