@@ -151,7 +151,7 @@ TensorIntrin mma_m16n8k16(ir::DataType in, bool b_kn) {
   return TensorIntrin{name, c, body, update, init};
 }
 
-TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n) {
+TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n, bool in_flight) {
   KILN_USER_CHECK(in == ir::DataType::f16() || in == ir::DataType::bf16())
       << "wgmma_m64nNk16: inputs must be float16 or bfloat16, not " << in.str();
   KILN_USER_CHECK(n % 8 == 0 && n >= 8 && n <= 256) << "wgmma_m64nNk16: N = " << n << ", not a multiple of 8 up to 256";
@@ -173,7 +173,7 @@ TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n) {
   auto init = [name, per_lane](const std::vector<TensorIntrinBuffer>&, const std::vector<TensorIntrinBuffer>& out) {
     return zero_accumulators(out[0], name, per_lane);
   };
-  auto update = [name, b_kn, b_at, per_lane](const std::vector<TensorIntrinBuffer>& ins,
+  auto update = [name, b_kn, b_at, per_lane, in_flight](const std::vector<TensorIntrinBuffer>& ins,
                                              const std::vector<TensorIntrinBuffer>& out) {
     const TensorIntrinBuffer &ta = ins[0], &tb = ins[1], &tc = out[0];
     for (const TensorIntrinBuffer* t : {&ta, &tb})
@@ -200,6 +200,7 @@ TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n) {
     for (int64_t v : {int64_t{128}, a_down}) args.push_back(i32(v));
     for (int64_t v : b_kn ? std::vector<int64_t>{b_down, 128} : std::vector<int64_t>{128, b_down}) args.push_back(i32(v));
     args.push_back(i32(b_kn ? 1 : 0));
+    args.push_back(i32(in_flight ? 1 : 0));
     ir::Expr call = ir::make_intrinsic(ir::DataType::i32(), ir::kWgmmaCall, args);
     // The same sums as plain loops: the lane's element e of C (tile e / 4, its element e % 4).
     const MmaElement x = mma_c_element(lane, ir::floormod(e, i32(4)));

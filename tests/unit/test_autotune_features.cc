@@ -272,8 +272,8 @@ TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[auto
   std::vector<float> tc = extract_features(PrimFunc{"gpu_mma", {x, y, z}, warps});
   CHECK(feat(tc, "gpu_mma_flops") == Approx(lg(4 * 3 * 2 * 16 * 8 * 16)));
   // A warp's share of a warpgroup's wgmma (ir::kWgmma) of 16 x 128 x 16: its call holds the
-  // lane's 64 accumulators and 7 operands more.
-  std::vector<Expr> args(64 + 7, Expr(0));
+  // lane's 64 accumulators and the kWgmmaOperands more.
+  std::vector<Expr> args(64 + kWgmmaOperands, Expr(0));
   Stmt wg = attr_stmt(kWgmma, sh->data, make_intrinsic(DataType::i32(), kWgmmaCall, args), evaluate(Expr(0)));
   Stmt wg_warps = for_loop(w, 0, 4, ForKind::Serial,
                            for_loop(k, 0, 3, ForKind::Serial, for_loop(lane, 0, 32, ForKind::ThreadBinding, wg, "threadIdx.x")));

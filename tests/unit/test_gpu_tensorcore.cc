@@ -323,7 +323,17 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
     // B's descriptor names it N-major for the matmul (the last immediate).
     CHECK(test::occurrences(source, g.kind == Kind::kMatmul ? ", p, 1, 1, 0, 1;" : ", p, 1, 1, 0, 0;") > 0);
     CHECK(test::occurrences(source, "wgmma.fence.sync.aligned;") == 1);
+    // Each K slice's run left in flight (3 buffers): it waits for the run before it, and after
+    // the K loop one wait for the last.
+    CHECK(test::occurrences(source, "wgmma.wait_group.sync.aligned 1;") == 1);
     CHECK(test::occurrences(source, "wgmma.wait_group.sync.aligned 0;") == 1);
+    CHECK(source.find("wgmma.wait_group.sync.aligned 1;") < source.find("wgmma.wait_group.sync.aligned 0;"));
+    // Waited for in its own slice: no run in flight, the same one wait.
+    std::map<std::string, size_t> each = on;
+    each["wgmma_in_flight"] = 0;
+    const std::string waited = codegen::build_gpu({g.lower(t, each)}, t, text_only).source;
+    CHECK(test::occurrences(waited, "wgmma.wait_group.sync.aligned 1;") == 0);
+    CHECK(test::occurrences(waited, "wgmma.wait_group.sync.aligned 0;") == 1);
     // Every barrier after this thread's shared-memory writes orders them for the async proxy.
     CHECK(test::occurrences(source, "fence.proxy.async.shared::cta;") == test::occurrences(source, "__syncthreads();"));
     CHECK(test::occurrences(source, "ldmatrix") == 0);
@@ -345,16 +355,26 @@ TEST_CASE("wgmma: the schedule's OpenCL twin on PoCL (core matrices, reference l
   REQUIRE_OPENCL(dev);
   const Target t = Target::parse("opencl");
   const std::map<std::string, size_t> on = {{"tensor_core", 1}, {"warpgroup_mma", 1}};
-  // One warpgroup and two, N-major and K-major B, K slices of 16, 32 and 64 over one or more.
+  // One warpgroup and two, N-major and K-major B, K slices of 16, 32 and 64 over one or more;
+  // the pipelines of 3 buffers as a run left in flight needs them (one tile ahead) and as the
+  // run waited for in its slice (two ahead), race-checked.
   for (const Gemm& g : {Gemm(Kind::kDense, ir::DataType::f16(), 1, 128, 64, 64),
                         Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 64, 40, 48),
                         Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 128, 32, 160)}) {
-    for (bool race_check : {false, true}) {
-      INFO(g.name() << (race_check ? " race-checked" : ""));
+    for (auto [in_flight, race_check] : {std::pair{1, false}, {1, true}, {0, true}}) {
+      INFO(g.name() << ", wgmma_in_flight " << in_flight << (race_check ? ", race-checked" : ""));
+      // Double-buffered in 3 buffers (OpenCL's default is neither): knob indices.
+      std::map<std::string, size_t> choices = on;
+      choices["double_buffer"] = 1;
+      choices["pipeline_stages"] = 1;
+      choices["wgmma_in_flight"] = static_cast<size_t>(in_flight);
       std::string config;
-      const ir::PrimFunc f = g.lower(t, on, &config);
+      const ir::PrimFunc f = g.lower(t, choices, &config);
       INFO(config);
       REQUIRE(test::occurrences(ir::to_string(f), "wgmma") > 0);
+      // K = 64 is one slice: nothing to pipeline, nothing left in flight.
+      const std::string injected = ir::to_string(ir::inject_double_buffer(f));  // as build_gpu runs it
+      CHECK((test::occurrences(injected, ir::kWgmmaDrain) > 0) == (g.k != 64 && in_flight));
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
       test::RaceReport races;

@@ -197,6 +197,66 @@ TEST_CASE("inject_double_buffer: three buffers, plain and asynchronous", "[ir][g
 )");
 }
 
+// The tiled sum with its use as a consumer left in flight: a wgmma region whose call's last
+// operand (in_flight) is 1 (its other operands do not matter to the pass).
+ir::PrimFunc with_wgmma_in_flight(const TiledSum& sum) {
+  struct Wrap : ir::StmtMutator {
+    ir::Stmt visit_buffer_store(const ir::BufferStoreNode* op, const ir::Stmt& self) override {
+      if (op->buffer->name != "Y") return self;
+      std::vector<ir::Expr> operands(ir::kWgmmaOperands, ir::Expr(0));
+      operands.back() = ir::Expr(1);
+      return ir::attr_stmt(ir::kWgmma, op->buffer->data, ir::make_intrinsic(ir::DataType::i32(), ir::kWgmmaCall, operands),
+                           self);
+    }
+  } wrap;
+  ir::PrimFunc f = sum.f;
+  f.body = wrap.mutate_stmt(f.body);
+  return f;
+}
+
+TEST_CASE("inject_double_buffer: a wgmma left in flight reads its buffer past the barrier, so tiles load one later",
+          "[ir][gpu]") {
+  // Four buffers, two tiles ahead (not three): iteration k fills buffer (k + 2) % 4, which the
+  // runs of k - 2 read, and each thread waited for those before k - 1's barrier (its run of
+  // k - 1 waits for its run of k - 2). The wait leaves one group pending; after the loop
+  // kiln_wgmma_drain waits for the last runs.
+  const std::string after = ir::to_string(ir::inject_double_buffer(with_wgmma_in_flight(TiledSum(true, 4)), true));
+  CHECK(after == R"(func tiled_sum(X: float32[12], Y: float32[4]) {
+  thread_binding("threadIdx.x") for (tx, 0, 4) {
+    allocate S: float32[16], shared
+    // attr [S] async_copy = 4
+    S[tx] = X[tx]
+    kiln_async_commit()
+    // attr [S] async_copy = 4
+    S[tx + 4] = X[tx + 4]
+    kiln_async_commit()
+    kiln_async_wait(1)
+    kiln_barrier()
+    for (k, 0, 3) {
+      // attr [k] double_buffer_write = 1
+      if (k + 2 < 3) {
+        // attr [S] async_copy = 4
+        S[floormod(k + 2, 4)*4 + tx] = X[k*4 + tx + 8]
+      }
+      kiln_async_commit()
+      // attr [Y] wgmma = kiln_wgmma_m64nNk16(0, 0, 0, 0, 0, 0, 0, 1)
+      Y[tx] = Y[tx] + S[3 - tx + floormod(k, 4)*4]
+      kiln_async_wait(1)
+      kiln_barrier()
+    }
+    kiln_wgmma_drain()
+  }
+}
+)");
+  // Three buffers: one tile ahead, waited to 0, the buffer of k + 1 the one k - 2 read.
+  const std::string three = ir::to_string(ir::inject_double_buffer(with_wgmma_in_flight(TiledSum(true, 3)), true));
+  CHECK_THAT(three, Contains("if (k + 1 < 3) {\n        // attr [S] async_copy = 4\n        S[floormod(k + 1, 3)*4 + tx]"));
+  CHECK_THAT(three, Contains("kiln_async_wait(0)\n      kiln_barrier()\n    }\n    kiln_wgmma_drain()"));
+  // Two buffers leave none free for the run in flight.
+  CHECK_THROWS_WITH(ir::inject_double_buffer(with_wgmma_in_flight(TiledSum(true, 2)), true),
+                    Contains("loop 'k' leaves its wgmma in flight, which needs 3 or more buffers, not 2"));
+}
+
 TEST_CASE("double_buffer: buffers past the opt-in shared memory are refused by build_gpu, naming the kernel", "[ir][gpu]") {
   // 120 KiB of shared tile passes the verifier's 227 KiB on sm_90, and its two halves do not.
   using namespace ir;

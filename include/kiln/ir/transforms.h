@@ -114,15 +114,22 @@ inline constexpr const char* kMmaSync = "mma_sync";
 inline constexpr const char* kMmaSyncCall = "kiln_mma_m16n8k16";
 // What the wgmma intrinsic (schedule/mma_intrin.h) puts around a warp's share of its
 // warpgroup's product of a 64 x N x 16 tile, per lane: node, the accumulators' data var; value,
-// the call kWgmmaCall(d0, ..., d(N/2 - 1), a, b, a_lbo, a_sbo, b_lbo, b_sbo, b_mn_major) of the
-// lane's accumulators (read and written, the m16n8 tiles' layout tile by tile), loads of the
-// first elements of the warpgroup's A tile and of B in shared memory (core matrices), the byte
-// strides the descriptors name and whether B is N-major; body, the warp's sums as plain loops.
-// The CUDA dialect prints a run of them as wgmma.mma_async (sm_90a), every other the bodies.
+// the call kWgmmaCall(d0, ..., d(N/2 - 1), a, b, a_lbo, a_sbo, b_lbo, b_sbo, b_mn_major,
+// in_flight) of the lane's accumulators (read and written, the m16n8 tiles' layout tile by
+// tile), loads of the first elements of the warpgroup's A tile and of B in shared memory (core
+// matrices), the byte strides the descriptors name, whether B is N-major, and whether a run's
+// group stays in flight while the next iteration of the loop around it begins (1: the run waits
+// for the group before it, not its own; inject_double_buffer then fills a buffer one iteration
+// later, and after the loop kWgmmaDrain() waits for the last); body, the warp's sums as plain
+// loops. The CUDA dialect prints a run of them as wgmma.mma_async (sm_90a), every other the
+// bodies.
 inline constexpr const char* kWgmma = "wgmma";
 inline constexpr const char* kWgmmaCall = "kiln_wgmma_m64nNk16";
-// kWgmmaCall's arguments after the accumulators: a, b, the four offsets and b_mn_major.
-inline constexpr size_t kWgmmaOperands = 7;
+// kWgmmaCall's arguments after the accumulators: a, b, the four offsets, b_mn_major, in_flight.
+inline constexpr size_t kWgmmaOperands = 8;
+// Evaluated after a loop whose wgmma runs stay in flight: waits for all of the thread's wgmma
+// groups, so the accumulators are whole for what follows.
+inline constexpr const char* kWgmmaDrain = "kiln_wgmma_drain";
 
 // Gives each lane its part of every buffer of scope "warp" (Stage::set_scope): the allocation
 // of N elements becomes a local one of N / 32, which the per-lane indices inside kWarpFragment

@@ -48,9 +48,11 @@ TensorIntrin mma_m16n8k16(ir::DataType in, bool b_kn);
 // `in`. Four consecutive warps (a warpgroup: warp ids 4w..4w+3, their rows 16 apart, the first
 // at a multiple of 64) issue it together: each names the warpgroup's 64 rows of A by its own
 // rows' base less its row % 64. A and B must be shared buffers in core matrices
-// (Stage::core_matrix_layout). N is a multiple of 8 up to 256. Named
+// (Stage::core_matrix_layout). N is a multiple of 8 up to 256. With in_flight, each K slice's
+// run of them stays in flight while the loop's next iteration begins (ir::kWgmmaCall): the
+// surrounding pipeline must have 3 or more buffers (inject_double_buffer). Named
 // "wgmma_m64n<N>k16_<in>_<nt|nn>".
-TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n);
+TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n, bool in_flight = false);
 
 // C[i, j] = F[i, j] over a 16 x 8 tile: the float32 fragments F of a warp buffer stored by their
 // lanes into C (any buffer), each lane its 4 elements. Named "mma_store_m16n8_float32".

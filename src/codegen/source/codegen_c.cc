@@ -649,6 +649,11 @@ class KernelPrinter {
           if (d_.async_copies()) line(d_.async_copy_commit());
           return;
         }
+        if (const auto* c = v.as<ir::CallNode>(); c && c->name == ir::kWgmmaDrain) {
+          if (wgmma_)
+            for (const std::string& l : d_.wgmma_drain(in_flight_acc_)) line(l);
+          return;
+        }
         if (const auto* c = v.as<ir::CallNode>(); c && c->name == ir::kAsyncWait) {
           KILN_CHECK(c->args.size() == 1 && ir::as_const_int(c->args[0]))
               << "kernel '" << f_.name << "': " << ir::kAsyncWait << " takes one constant";
@@ -711,11 +716,17 @@ class KernelPrinter {
   // Consecutive wgmma of a warpgroup (one K slice's, mma_intrin.h) as the dialect's fenced,
   // committed and waited run: each in its lanes' loop (warp_wgmma), the run's accumulators held
   // after the wait.
+  // A run left in flight (its calls' in_flight operand) waits for the run before it instead, and
+  // its accumulators join those kWgmmaDrain waits for after the loop.
   void wgmma_run(const std::vector<ir::Stmt>& run) {
     line(d_.wgmma_begin());
     wgmma_acc_.emplace();
+    wgmma_run_in_flight_ = false;
     for (const ir::Stmt& s : run) stmt(s);
-    for (const std::string& l : d_.wgmma_end(*wgmma_acc_)) line(l);
+    for (const std::string& l : d_.wgmma_end(*wgmma_acc_, wgmma_run_in_flight_ ? 1 : 0)) line(l);
+    if (wgmma_run_in_flight_)
+      for (const std::string& x : *wgmma_acc_)
+        if (std::find(in_flight_acc_.begin(), in_flight_acc_.end(), x) == in_flight_acc_.end()) in_flight_acc_.push_back(x);
     wgmma_acc_.reset();
   }
 
@@ -736,6 +747,7 @@ class KernelPrinter {
                          use(lbo), use(sbo));
     };
     const ir::DataType in = c->args[d].dtype();
+    wgmma_run_in_flight_ = wgmma_run_in_flight_ || !ir::is_zero(c->args[d + 7]);
     line(d_.wgmma(in.is_bfloat() ? "bf16" : "f16", static_cast<int64_t>(2 * d), acc,
                   desc(c->args[d], c->args[d + 2], c->args[d + 3]), desc(c->args[d + 1], c->args[d + 4], c->args[d + 5]),
                   !ir::is_zero(c->args[d + 6])));
@@ -907,6 +919,8 @@ class KernelPrinter {
   // address.
   std::optional<std::map<std::string, std::vector<std::string>>> mma_fragments_;
   bool wgmma_ = false;  // the kernel has wgmma (ir::kWgmma) the dialect prints
+  bool wgmma_run_in_flight_ = false;         // the run being printed stays in flight
+  std::vector<std::string> in_flight_acc_;  // the accumulators of the runs left in flight
   // Only in a run of wgmma (wgmma_run): its accumulators, each once.
   std::optional<std::vector<std::string>> wgmma_acc_;
   std::vector<std::string> pending_;

@@ -81,8 +81,10 @@ class Dialect {
   // A warpgroup's wgmma.mma_async (ir::kWgmma): whether the dialect has it; the statements of a
   // run of them: before (ordering the accumulators' registers), each one (m64n`n`k16, inputs of
   // PTX type `in`, the lane's n / 2 accumulators as lvalues, its A and B operands as the
-  // descriptor expressions `a` and `b`, B N-major with `b_mn_major`), and after (waiting for
-  // the run; `acc` the run's accumulators, held in place until then). Shared memory that
+  // descriptor expressions `a` and `b`, B N-major with `b_mn_major`), and after (committing
+  // the run and waiting until `pending` groups are left in flight: 0, the run's own, or 1, the
+  // one before it; `acc` the run's accumulators, held in place), and the drain after a loop of
+  // runs left in flight (waiting for all; `acc` every such run's). Shared memory that
   // ordinary stores fill and wgmma reads needs the proxy fence before each barrier
   // (async_proxy_fence). A dialect without it prints the intrinsic's reference loops.
   virtual bool warpgroup_mma() const { return false; }
@@ -91,7 +93,8 @@ class Dialect {
                             const std::string&, bool) const {
     return "";
   }
-  virtual std::vector<std::string> wgmma_end(const std::vector<std::string>&) const { return {}; }
+  virtual std::vector<std::string> wgmma_end(const std::vector<std::string>&, int) const { return {}; }
+  virtual std::vector<std::string> wgmma_drain(const std::vector<std::string>&) const { return {}; }
   virtual std::string async_proxy_fence() const { return ""; }
   // The C type of a scalar element type: "long long" / "long", ...; bool storage is one byte.
   virtual std::string type_name(ir::DataType t) const = 0;

@@ -92,11 +92,19 @@ class CudaDialect : public Dialect {
         "\"l\"({8}), \"l\"({9}), \"r\"(1) : \"memory\");",
         d + 2, n, in, fmt::join(slots, ", "), d, d + 1, b_mn_major ? 1 : 0, fmt::join(outs, ", "), a, b);
   }
-  std::vector<std::string> wgmma_end(const std::vector<std::string>& acc) const override {
+  std::vector<std::string> wgmma_end(const std::vector<std::string>& acc, int pending) const override {
+    std::vector<std::string> out = {"asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");"};
+    for (const std::string& l : wgmma_wait(acc, pending)) out.push_back(l);
+    return out;
+  }
+  std::vector<std::string> wgmma_drain(const std::vector<std::string>& acc) const override { return wgmma_wait(acc, 0); }
+  // Waits until `pending` wgmma groups are in flight; the empty asm after it names the
+  // accumulators as read and written there, so the compiler neither reads them before the wait
+  // nor moves them between registers while a group still writes them.
+  static std::vector<std::string> wgmma_wait(const std::vector<std::string>& acc, int pending) {
     std::vector<std::string> outs;
     for (const std::string& x : acc) outs.push_back("\"+f\"(" + x + ")");
-    return {"asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");",
-            "asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");",
+    return {fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");", pending),
             fmt::format("asm volatile(\"\" : {} :: \"memory\");", fmt::join(outs, ", "))};
   }
   // Orders this thread's ordinary shared-memory writes (cp.async's included) before the async

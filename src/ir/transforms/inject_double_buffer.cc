@@ -43,6 +43,13 @@
 // iteration commits a group, empty past the end, so the groups in flight are those of tiles
 // k+1..k+S-1 at the wait, and leaving S-2 of them pending completes tile k+1's. Without
 // asynchronous copies the producers go after the compute, as with two.
+//
+// A consumer that stays in flight (wgmma runs whose call says in_flight, transforms.h): the run
+// of iteration k still reads buffer k%S after iteration k's closing barrier; each thread's run
+// of k waits only for its run of k-1. So the buffer written in iteration k must be one that the
+// runs of k-2 read, which every thread waited for before iteration k-1's barrier: the pipeline
+// is S - 2 tiles deep (S >= 3), the producer of iteration k fills (k+S-2)%S, the wait leaves
+// S-3 groups pending, and kWgmmaDrain() after the loop waits for the last runs.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -132,6 +139,23 @@ Stmt barrier() { return evaluate(make_intrinsic(DataType::i32(), "kiln_barrier",
 Stmt commit() { return evaluate(make_intrinsic(DataType::i32(), kAsyncCommit, {})); }
 // Waits until at most `pending` of the thread's groups of copies are in flight.
 Stmt wait(int64_t pending) { return evaluate(make_intrinsic(DataType::i32(), kAsyncWait, {i32(pending)})); }
+
+// Whether a statement has a wgmma whose run stays in flight past its iteration (transforms.h).
+bool has_wgmma_in_flight(const Stmt& s) {
+  bool found = false;
+  struct Scan : StmtVisitor {
+    bool* found;
+    void visit_attr(const AttrStmtNode* op) override {
+      const auto* c = op->value.as<CallNode>();
+      if (op->key == kWgmma && c && c->name == kWgmmaCall && c->args.size() >= kWgmmaOperands)
+        *found = *found || !is_zero(c->args.back());
+      StmtVisitor::visit_attr(op);
+    }
+  } scan;
+  scan.found = &found;
+  scan.visit_stmt(s);
+  return found;
+}
 
 class Injector : public StmtMutator {
  public:
@@ -241,8 +265,17 @@ class Injector : public StmtMutator {
         out.push_back(simplify(ToHalf(doubled, buffer).mutate_stmt(substitute(marker(p)->body, {{k.get(), it}}))));
       return seq(out);
     };
-    // The prologue fills buffers 0 .. stages - 2 (those of iterations the loop has).
-    const int64_t ahead = stages - 1;
+    // The prologue fills buffers 0 .. ahead - 1 (those of iterations the loop has).
+    const bool in_flight = has_wgmma_in_flight(seq(rest));
+    KILN_USER_CHECK(!in_flight || stages >= 3)
+        << "double_buffer: loop '" << loop << "' leaves its wgmma in flight, which needs 3 or more buffers, not "
+        << stages;
+    const int64_t ahead = in_flight ? stages - 2 : stages - 1;
+    // After the loop: a consumer left in flight waited for.
+    auto drained = [in_flight](Stmt loop_stmt) {
+      if (!in_flight) return loop_stmt;
+      return seq({loop_stmt, evaluate(make_intrinsic(DataType::i32(), kWgmmaDrain, {}))});
+    };
     std::vector<Stmt> prologue;
     for (int64_t i = 0; i < ahead; ++i) {
       Stmt fill = produce(i == 0 ? op->min : op->min + i32(i), i32(i));
@@ -259,13 +292,13 @@ class Injector : public StmtMutator {
       for (const Stmt& fill : prologue) async_prologue.push_back(detail::make_async_copies(fill, ana_, &converted));
       Stmt async_next = detail::make_async_copies(next, ana_, &converted);
       if (converted > 0) {
-        // Two buffers: one group in flight, waited to 0. More: every iteration commits a group
-        // (an empty one past the end), so that waiting until `stages - 2` are pending leaves the
-        // next iteration's complete.
-        const Stmt issue = stages == 2 ? if_then_else(more, seq({async_next, commit()}))
-                                       : seq({if_then_else(more, async_next), commit()});
+        // One tile ahead: one group in flight, waited to 0. More: every iteration commits a
+        // group (an empty one past the end), so that waiting until `ahead - 1` are pending
+        // leaves the next iteration's complete.
+        const Stmt issue = ahead == 1 ? if_then_else(more, seq({async_next, commit()}))
+                                      : seq({if_then_else(more, async_next), commit()});
         body.insert(body.begin(), attr_stmt(kDoubleBufferWrite, k, i32(1), issue));
-        body.push_back(wait(stages - 2));
+        body.push_back(wait(ahead - 1));
         body.push_back(barrier());
         Stmt loop = for_loop(k, op->min, op->extent, op->for_kind, seq(body), op->thread_tag);
         std::vector<Stmt> head;
@@ -273,14 +306,14 @@ class Injector : public StmtMutator {
           head.push_back(fill);
           head.push_back(commit());
         }
-        for (const Stmt& s : {wait(stages - 2), barrier(), loop}) head.push_back(s);
+        for (const Stmt& s : {wait(ahead - 1), barrier(), drained(loop)}) head.push_back(s);
         return allocated(allocs, doubled, seq(head));
       }
     }
     body.push_back(attr_stmt(kDoubleBufferWrite, k, i32(1), if_then_else(more, next)));
     body.push_back(barrier());
     prologue.push_back(barrier());
-    prologue.push_back(for_loop(k, op->min, op->extent, op->for_kind, seq(body), op->thread_tag));
+    prologue.push_back(drained(for_loop(k, op->min, op->extent, op->for_kind, seq(body), op->thread_tag)));
     return allocated(allocs, doubled, seq(prologue));
   }
 

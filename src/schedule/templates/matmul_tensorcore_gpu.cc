@@ -164,8 +164,13 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
     cols = std::min<int64_t>(cols, cfg.define_knob("wgmma_n", {64, 128, 256}, std::max<int64_t>(64, cols)));
   // Off by default: on an H200 (bench/gpu/results, 2026-11-27 run 8) the float16 GEMM 4096 ran
   // 203 TFLOP/s this way against mma.sync's 330 (its operands unswizzled, each K slice's wgmma
-  // waited for before the barrier); correct, and the tuner's to choose.
+  // waited for before the barrier, as wgmma_in_flight=0 does now); correct, and the tuner's to
+  // choose.
   const bool warpgroups = wgmma_knobs && cfg.define_knob("warpgroup_mma", {0, 1}, 0) != 0;
+  // Each K slice's wgmma left in flight while the next slice's are issued (wgmma_m64nNk16's
+  // in_flight) where the pipeline has 3 or more buffers: one tile fewer loaded ahead. On by
+  // default, not yet measured against waiting for each slice (wgmma_in_flight=0).
+  const bool in_flight_knob = wgmma_knobs && cfg.define_knob("wgmma_in_flight", {0, 1}, 1) != 0;
   if (warpgroups) {
     KILN_USER_CHECK(wgmma_fits) << "matmul_tensorcore_gpu: warpgroup_mma=1, but M = " << m << " is not whole warpgroups of "
                                 << "64 rows (or N = " << n << " not whole columns of 8)";
@@ -177,6 +182,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   }
   const int64_t bm = 16 * fm * wm, bn = 8 * fn * wn, threads = 32 * wm * wn;
   const bool db = buffers >= 2 && k > bk;
+  const bool wgmma_in_flight = warpgroups && db && buffers >= 3 && in_flight_knob;
   const int64_t in_bytes = anchor.op().input_tensors()[0].dtype().bytes();
   // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]), not
   // for wgmma's core matrices.
@@ -245,7 +251,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   f.unroll(gj);
   if (warpgroups) {
     const std::vector<te::Tensor> in = mma.decl.op().input_tensors();
-    f.tensorize(g16, wgmma_m64nNk16(in[0].dtype(), in[1].shape()[0] == 16, bn));
+    f.tensorize(g16, wgmma_m64nNk16(in[0].dtype(), in[1].shape()[0] == 16, bn, wgmma_in_flight));
   } else {
     f.tensorize(g16, mma);
   }

@@ -11,6 +11,8 @@
 //    pipeline_stages)  3 by default here), loaded with cp.async on sm_80+
 //   warpgroup_mma      sm_90a (and OpenCL's twin) only: Hopper's wgmma instead, off by default
 //   wgmma_n            its warpgroups' columns: 64, 128 or 256 (at most what divides N)
+//   wgmma_in_flight    with warpgroup_mma and 3+ buffers: each K slice's wgmma left in flight
+//                      while the next slice's are issued (1, the default), or waited for (0)
 // With warpgroup_mma, a block is 1 or 2 warpgroups (4 warps each, 64 rows: 2 where M is whole
 // blocks of 128) by wgmma_n columns, K slices of 64 (or 32, 16 as K allows); each warpgroup's
 // K step is one wgmma_m64nNk16 (mma_intrin.h) reading the operand tiles where they are, in
