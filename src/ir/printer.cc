@@ -8,6 +8,18 @@
 #include "kiln/support/error.h"
 
 namespace kiln::ir {
+
+namespace {
+// An Allocate's tile layout, after its scope (none for plain rows).
+const char* layout_suffix(TileLayout layout) {
+  switch (layout) {
+    case TileLayout::kRows: return "";
+    case TileLayout::kCoreMatrices: return ", core_matrices";
+    case TileLayout::kSwizzle128B: return ", swizzle_128b";
+  }
+  return "";
+}
+}  // namespace
 namespace {
 
 // Binding strength of infix operators; higher binds tighter.
@@ -186,7 +198,7 @@ class Printer {
         auto* n = s.as<AllocateNode>();
         os << pad << "allocate " << name_of(n->buffer->data.get()) << ": ";
         print_buffer_type(n->buffer);
-        os << ", " << n->buffer->scope << (n->buffer->core_matrices ? ", core_matrices" : "") << "\n";
+        os << ", " << n->buffer->scope << layout_suffix(n->buffer->layout) << "\n";
         print_stmt(n->body, indent);
         return;
       }

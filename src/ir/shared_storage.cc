@@ -71,6 +71,8 @@ class LiveRanges : public StmtVisitor {
   std::set<const VarNode*> in_loop_;
 };
 
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
 int64_t size_of(const Buffer& b) { return (b.num_elements() * b->dtype.bytes() + kAlign - 1) / kAlign * kAlign; }
 
 // Whether two placed buffers (buffer, byte offset) share bytes.
@@ -79,6 +81,8 @@ bool bytes_meet(const std::pair<Buffer, int64_t>& a, const std::pair<Buffer, int
 }
 
 }  // namespace
+
+int64_t alignment_of(const Buffer& b) { return b->layout == TileLayout::kSwizzle128B ? 1024 : kAlign; }
 
 bool SharedStorage::overlap(const VarNode* a, const VarNode* b) const {
   if (!aliased || a == b) return false;
@@ -105,12 +109,14 @@ SharedStorage plan_shared_storage(const Stmt& kernel_body) {
       if (placed_ranges[i].meets(r))
         busy.emplace_back(out.buffers[i].second, out.buffers[i].second + size_of(out.buffers[i].first));
     std::sort(busy.begin(), busy.end());
+    const int64_t align = alignment_of(b);
     int64_t offset = 0;
     for (const auto& [lo, hi] : busy) {
       if (offset + size_of(b) <= lo) break;
-      offset = std::max(offset, hi);
+      offset = round_up(std::max(offset, hi), align);
     }
     out.buffers.emplace_back(b, offset);
+    out.alignment = std::max(out.alignment, align);
     placed_ranges.push_back(r);
     out.bytes = std::max(out.bytes, offset + size_of(b));
   }

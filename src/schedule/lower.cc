@@ -143,15 +143,22 @@ void allocate_intermediates(LowerContext& ctx) {
       KILN_USER_CHECK(row) << "pad_rows: stage '" << st.name() << "' has rows of a varying length";
       shape.back() = ir::make_int(shape.back().dtype(), *row + st->row_pad);
     }
-    KILN_USER_CHECK(!st->core_matrices || st->row_pad == 0)
-        << "core_matrix_layout: stage '" << st.name() << "' also pads its rows";
+    const char* layout_call = st->tile_layout == ir::TileLayout::kCoreMatrices ? "core_matrix_layout" : "swizzle_128b_layout";
+    KILN_USER_CHECK(st->tile_layout == ir::TileLayout::kRows || st->row_pad == 0)
+        << layout_call << ": stage '" << st.name() << "' also pads its rows";
+    if (st->tile_layout == ir::TileLayout::kSwizzle128B) {
+      const std::optional<int64_t> rows = shape.size() >= 2 ? ir::as_const_int(shape[shape.size() - 2]) : std::nullopt;
+      const std::optional<int64_t> cols = ir::as_const_int(shape.back());
+      KILN_USER_CHECK(rows && cols && *rows % 8 == 0 && *cols * st->origin_op.output(0).dtype().bytes() == 128)
+          << "swizzle_128b_layout: stage '" << st.name() << "' is not rows of 128 bytes, a multiple of 8 of them";
+    }
     auto& slots = ctx.storage[st.get()];
     for (int v = 0; v < st->op->num_outputs(); ++v) {
       te::Tensor t = st->origin_op.output(v);
       ir::Buffer buffer = ir::Buffer::make(t.name(), t.dtype(), shape, st->scope);
-      if (st->core_matrices) {
+      if (st->tile_layout != ir::TileLayout::kRows) {
         auto node = std::make_shared<ir::BufferNode>(*buffer.get());
-        node->core_matrices = true;
+        node->layout = st->tile_layout;
         buffer = ir::Buffer(std::move(node));
       }
       slots.push_back(Storage{buffer, offset});

@@ -256,7 +256,13 @@ void Stage::double_buffer(int buffers) {
 void Stage::core_matrix_layout() {
   KILN_USER_CHECK(node_->scope == "shared") << "core_matrix_layout: stage '" << name() << "' has scope '"
                                            << node_->scope << "'; only a shared-memory stage is read by wgmma";
-  node_->core_matrices = true;
+  node_->tile_layout = ir::TileLayout::kCoreMatrices;
+}
+
+void Stage::swizzle_128b_layout() {
+  KILN_USER_CHECK(node_->scope == "shared") << "swizzle_128b_layout: stage '" << name() << "' has scope '"
+                                           << node_->scope << "'; only a shared-memory stage is read by wgmma";
+  node_->tile_layout = ir::TileLayout::kSwizzle128B;
 }
 
 void Stage::pad_rows(int64_t elements) {

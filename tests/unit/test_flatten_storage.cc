@@ -1,6 +1,7 @@
 // flatten_storage: printed IR before/after, and buffer identity after flattening.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <set>
 
 #include "kiln/ir/functor.h"
@@ -178,7 +179,7 @@ TEST_CASE("flatten: a buffer in core matrices lays each 8 x 8 block out contiguo
   // [2, 16, 24] float16 in core matrices: matrix n of 16 x 24 at n * 384, element (r, c) at
   // ((r / 8) * 3 + c / 8) * 64 + (r % 8) * 8 + c % 8.
   auto node = std::make_shared<BufferNode>(*Buffer::make("S", DataType::f16(), {2, 16, 24}, "shared").get());
-  node->core_matrices = true;
+  node->layout = TileLayout::kCoreMatrices;
   const Buffer s(std::move(node));
   const Buffer out = Buffer::make("O", DataType::f16(), {1});
   Stmt body = allocate(s, seq({buffer_store(s, make_zero(DataType::f16()), {1, 9, 10}),
@@ -188,6 +189,34 @@ TEST_CASE("flatten: a buffer in core matrices lays each 8 x 8 block out contiguo
   // (1, 9, 10): 384 + (1 * 3 + 1) * 64 + 1 * 8 + 2 = 650; (0, 7, 23): 2 * 64 + 7 * 8 + 7 = 191.
   CHECK_THAT(text, Catch::Matchers::Contains("S[650] = "));
   CHECK_THAT(text, Catch::Matchers::Contains("S[191]"));
-  CHECK_THAT(text, Catch::Matchers::Contains("allocate S: float16[768], shared\n"));
+  CHECK_THAT(text, Catch::Matchers::Contains("allocate S: float16[768], shared, core_matrices\n"));
   CHECK_THAT(to_string(PrimFunc{"core", {out}, body}), Catch::Matchers::Contains("shared, core_matrices"));
+}
+
+TEST_CASE("flatten: a 128-byte swizzled tile permutes each row's 16-byte chunks by the row", "[flatten]") {
+  // [2, 16, 64] float16 swizzled: matrix n at n * 1024, element (r, c) at
+  // r * 64 + ((c / 8) ^ (r % 8)) * 8 + c % 8, the pattern wgmma's 128-byte swizzle reads.
+  auto node = std::make_shared<BufferNode>(*Buffer::make("S", DataType::f16(), {2, 16, 64}, "shared").get());
+  node->layout = TileLayout::kSwizzle128B;
+  const Buffer s(std::move(node));
+  const Buffer out = Buffer::make("O", DataType::f16(), {3});
+  const std::vector<std::array<int, 3>> at = {{1, 9, 10}, {0, 7, 23}, {0, 3, 60}, {1, 14, 33}};
+  std::vector<Stmt> stores;
+  for (size_t i = 0; i < at.size(); ++i)
+    stores.push_back(buffer_store(out, buffer_load(s, {at[i][0], at[i][1], at[i][2]}), {int(i)}));
+  PrimFunc g = simplify(flatten_storage(PrimFunc{"swizzled", {out}, allocate(s, seq(stores))}));
+  const std::string text = to_string(g);
+  INFO(text);
+  for (size_t i = 0; i < at.size(); ++i) {
+    const auto [n, r, c] = at[i];
+    const int want = n * 1024 + r * 64 + ((c / 8) ^ (r % 8)) * 8 + c % 8;
+    CHECK_THAT(text, Catch::Matchers::Contains("O[" + std::to_string(i) + "] = S[" + std::to_string(want) + "]"));
+  }
+  CHECK_THAT(text, Catch::Matchers::Contains("allocate S: float16[2048], shared, swizzle_128b\n"));
+  // Rows of other than 128 bytes are refused, naming the buffer.
+  auto wide = std::make_shared<BufferNode>(*Buffer::make("W", DataType::f16(), {8, 32}, "shared").get());
+  wide->layout = TileLayout::kSwizzle128B;
+  const Buffer w(std::move(wide));
+  CHECK_THROWS_WITH(flatten_storage(PrimFunc{"w", {out}, allocate(w, buffer_store(out, buffer_load(w, {1, 2}), {0}))}),
+                    Catch::Matchers::Contains("buffer 'W' swizzled in 128-byte rows is not rows of 128 bytes"));
 }

@@ -257,6 +257,27 @@ ir::PrimFunc two_exchanges(bool t_before) {
 }
 }  // namespace
 
+TEST_CASE("plan_shared_storage: a swizzled tile starts 1024-byte aligned, and so does the pool", "[gpu]") {
+  using namespace ir;
+  // A 48-byte buffer, then a [8, 64] float16 tile in wgmma's 128-byte swizzle (1024 bytes), both
+  // live throughout: the tile at 1024, not at 48.
+  const Buffer small = test::flat_buffer("P", DataType::f32(), 12, "shared");
+  auto node = std::make_shared<BufferNode>(*Buffer::make("S", DataType::f16(), {8, 64}, "shared").get());
+  node->layout = TileLayout::kSwizzle128B;
+  const Buffer tile(std::move(node));
+  const Buffer y = test::flat_buffer("Y", DataType::f32(), 1);
+  Stmt body = allocate(small, allocate(tile, seq({buffer_store(small, make_zero(DataType::f32()), {0}),
+                                                  buffer_store(tile, make_zero(DataType::f16()), {0, 0}),
+                                                  buffer_store(y, cast(DataType::f32(), buffer_load(tile, {0, 1})) +
+                                                                      buffer_load(small, {1}), {0})})));
+  const SharedStorage plan = plan_shared_storage(body);
+  REQUIRE(plan.buffers.size() == 2);
+  CHECK(plan.buffers[0].second == 0);
+  CHECK(plan.buffers[1].second == 1024);
+  CHECK(plan.alignment == 1024);
+  CHECK(plan.bytes == 2048);
+}
+
 TEST_CASE("plan_shared_storage: buffers live apart share bytes, and insert_thread_sync orders them", "[gpu]") {
   using namespace ir;
   const KernelLaunch launch = test::launch_of("two", 32);

@@ -320,6 +320,17 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
     const std::string wgmma = std::string("wgmma.mma_async.sync.aligned.m64n") + (big ? "256" : "8") + "k16.f32." +
                               (g.in.is_bfloat() ? "bf16.bf16" : "f16.f16");
     CHECK(test::occurrences(source, wgmma) == (big ? 4 : 1));
+    // K slices of 64 (128 bytes): A's tile, and the dense's K-major B, in wgmma's 128-byte
+    // swizzle (layout type 1, 8-row groups 1024 bytes apart), 1024-byte aligned; the matmul's
+    // N-major B in core matrices (type 0). Slices of 16 (192 x 72 x 48): core matrices.
+    const int swizzled = !big ? 0 : g.kind == Kind::kDense ? 2 : 1;
+    CHECK(test::occurrences(source, ", 16, 1024, 1))") == 4 * swizzled);
+    CHECK(test::occurrences(source, "__align__(1024)") == (swizzled ? 1 : 0));
+    std::map<std::string, size_t> plain = on;
+    plain["wgmma_swizzle"] = 0;
+    const std::string unswizzled = codegen::build_gpu({g.lower(t, plain)}, t, text_only).source;
+    CHECK(test::occurrences(unswizzled, ", 1))") == 0);
+    CHECK(test::occurrences(unswizzled, "__align__(1024)") == 0);
     // B's descriptor names it N-major for the matmul (the last immediate).
     CHECK(test::occurrences(source, g.kind == Kind::kMatmul ? ", p, 1, 1, 0, 1;" : ", p, 1, 1, 0, 0;") > 0);
     CHECK(test::occurrences(source, "wgmma.fence.sync.aligned;") == 1);
@@ -357,17 +368,28 @@ TEST_CASE("wgmma: the schedule's OpenCL twin on PoCL (core matrices, reference l
   const std::map<std::string, size_t> on = {{"tensor_core", 1}, {"warpgroup_mma", 1}};
   // One warpgroup and two, N-major and K-major B, K slices of 16, 32 and 64 over one or more;
   // the pipelines of 3 buffers as a run left in flight needs them (one tile ahead) and as the
-  // run waited for in its slice (two ahead), race-checked.
+  // run waited for in its slice (two ahead); slices of 64 (128 bytes) with K-major tiles
+  // swizzled and in core matrices; race-checked.
+  struct Choice {
+    size_t in_flight, swizzle;
+    bool race_check;
+  };
   for (const Gemm& g : {Gemm(Kind::kDense, ir::DataType::f16(), 1, 128, 64, 64),
                         Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 64, 40, 48),
-                        Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 128, 32, 160)}) {
-    for (auto [in_flight, race_check] : {std::pair{1, false}, {1, true}, {0, true}}) {
-      INFO(g.name() << ", wgmma_in_flight " << in_flight << (race_check ? ", race-checked" : ""));
+                        Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 128, 32, 160),
+                        Gemm(Kind::kDense, ir::DataType::f16(), 1, 64, 48, 192),
+                        Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 64, 24, 128)}) {
+    for (const Choice& c : {Choice{1, 1, false}, Choice{1, 1, true}, Choice{0, 1, true}, Choice{1, 0, true}}) {
+      INFO(g.name() << ", wgmma_in_flight " << c.in_flight << ", wgmma_swizzle " << c.swizzle
+                    << (c.race_check ? ", race-checked" : ""));
+      const size_t in_flight = c.in_flight;
+      const bool race_check = c.race_check;
       // Double-buffered in 3 buffers (OpenCL's default is neither): knob indices.
       std::map<std::string, size_t> choices = on;
       choices["double_buffer"] = 1;
       choices["pipeline_stages"] = 1;
-      choices["wgmma_in_flight"] = static_cast<size_t>(in_flight);
+      choices["wgmma_in_flight"] = in_flight;
+      choices["wgmma_swizzle"] = c.swizzle;
       std::string config;
       const ir::PrimFunc f = g.lower(t, choices, &config);
       INFO(config);
@@ -375,6 +397,10 @@ TEST_CASE("wgmma: the schedule's OpenCL twin on PoCL (core matrices, reference l
       // K = 64 is one slice: nothing to pipeline, nothing left in flight.
       const std::string injected = ir::to_string(ir::inject_double_buffer(f));  // as build_gpu runs it
       CHECK((test::occurrences(injected, ir::kWgmmaDrain) > 0) == (g.k != 64 && in_flight));
+      // Swizzled where a slice is 64 deep: A, and B where it is N x K (a dense's).
+      const int64_t bk = g.k % 64 == 0 ? 64 : g.k % 32 == 0 ? 32 : 16;
+      const int64_t swizzled_tiles = !c.swizzle || bk != 64 ? 0 : g.kind == Kind::kDense ? 2 : 1;
+      CHECK(test::occurrences(injected, "swizzle_128b") == swizzled_tiles);
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
       test::RaceReport races;

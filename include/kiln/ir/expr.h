@@ -154,16 +154,23 @@ class IterVar {
 // Buffers: a named region of memory with a static shape. Before flatten_storage, loads and
 // stores index a buffer with one index per dimension; after it, with one flat index.
 
+// How a shared tile's last two dimensions [R, C] are laid out (flatten_storage): rows of C
+// elements one after another; as the 8 x 8 core matrices Hopper's wgmma reads without a swizzle,
+// element (r, c) at ((r / 8) (C / 8) + c / 8) 64 + (r % 8) 8 + c % 8, each core matrix's 8 rows
+// of 8 contiguous (Stage::core_matrix_layout); or as 128-byte rows (C = 64 16-bit elements)
+// whose eight 16-byte chunks are permuted by the row: element (r, c) at
+// r 64 + ((c / 8) xor (r % 8)) 8 + c % 8, what wgmma reads with its 128-byte swizzle, which
+// XORs address bits 4-6 with bits 7-9: the buffer starts 1024-byte aligned (plan_shared_storage)
+// (Stage::swizzle_128b_layout).
+enum class TileLayout : uint8_t { kRows, kCoreMatrices, kSwizzle128B };
+
 struct BufferNode {
   std::string name;
   DataType dtype;             // element type (scalar)
   std::vector<Expr> shape;    // constant extents
   Var data;                   // the handle variable that holds the base pointer
   std::string scope;          // "global", "local" (registers/stack), "shared" (GPU)
-  // Stored as 8 x 8 core matrices (Stage::core_matrix_layout; flatten_storage lays it out):
-  // element (r, c) of each [R, C] matrix (the last two dimensions) at
-  // ((r / 8) (C / 8) + c / 8) 64 + (r % 8) 8 + c % 8, each core matrix's 8 rows of 8 contiguous.
-  bool core_matrices = false;
+  TileLayout layout = TileLayout::kRows;  // of the last two dimensions (shared tiles)
 };
 
 class Buffer {

@@ -23,16 +23,21 @@
 namespace kiln::ir {
 
 struct SharedStorage {
-  std::vector<std::pair<Buffer, int64_t>> buffers;  // declaration order, byte offset (16-aligned)
+  std::vector<std::pair<Buffer, int64_t>> buffers;  // declaration order, byte offset (alignment_of)
   int64_t bytes = 0;                                // the block's shared memory
   bool aliased = false;                             // some buffers share bytes
+  int64_t alignment = 16;                           // the largest of the buffers' alignment_of
 
   // Whether the distinct buffers with data vars `a` and `b` share bytes.
   bool overlap(const VarNode* a, const VarNode* b) const;
 };
 
+// The byte alignment a shared buffer's offset needs: 16 (a cp.async of 16 bytes), 1024 for a
+// tile in TileLayout::kSwizzle128B (wgmma's swizzle reads address bits 7-9 as the row).
+int64_t alignment_of(const Buffer& b);
+
 // Every Allocate of scope "shared" in `kernel_body`, placed first-fit in declaration order at the
-// lowest 16-byte aligned offset free of the buffers live at the same time.
+// lowest offset aligned to alignment_of free of the buffers live at the same time.
 SharedStorage plan_shared_storage(const Stmt& kernel_body);
 
 }  // namespace kiln::ir

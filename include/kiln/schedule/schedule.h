@@ -62,7 +62,7 @@ struct StageNode {
   std::string scope = "global";             // storage scope of the stage's buffer
   int double_buffer = 0;                    // buffers of the tile (0: not buffered); see Stage::double_buffer
   int64_t row_pad = 0;                      // see Stage::pad_rows
-  bool core_matrices = false;               // see Stage::core_matrix_layout
+  ir::TileLayout tile_layout = ir::TileLayout::kRows;  // see Stage::core_matrix_layout, swizzle_128b_layout
   bool is_output = false;
   std::weak_ptr<ScheduleNode> schedule;
 };
@@ -134,11 +134,15 @@ class Stage {
   // every second row in the same bank, 16 bytes more spreads eight rows over all 32. Keep
   // `elements` * the dtype's bytes a multiple of 16 where rows are filled by 16-byte copies.
   void pad_rows(int64_t elements);
-  // Stores the stage's shared buffer as 8 x 8 core matrices (ir::BufferNode::core_matrices), the
-  // layout Hopper's wgmma reads its shared operands in without a swizzle: each 8 x 8 block of
-  // the tile's last two dimensions 128 contiguous bytes of 16-bit elements. Its rows and
-  // columns must be multiples of 8, its rows unpadded.
+  // Stores the stage's shared buffer as 8 x 8 core matrices (ir::TileLayout), the layout
+  // Hopper's wgmma reads its shared operands in without a swizzle: each 8 x 8 block of the
+  // tile's last two dimensions 128 contiguous bytes of 16-bit elements. Its rows and columns
+  // must be multiples of 8, its rows unpadded.
   void core_matrix_layout();
+  // Stores the stage's shared buffer as 128-byte rows with their 16-byte chunks permuted by the
+  // row (ir::TileLayout), the layout wgmma reads with its 128-byte swizzle: rows of 64 16-bit
+  // elements (lowering checks), a multiple of 8 of them, unpadded.
+  void swizzle_128b_layout();
 
  private:
   std::shared_ptr<StageNode> node_;

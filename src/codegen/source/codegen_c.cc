@@ -105,8 +105,9 @@ class KernelPrinter {
     KILN_CHECK(!dynamic || launch_.dynamic_shared_bytes == shared.bytes)
         << "kernel '" << f_.name << "': launched with " << launch_.dynamic_shared_bytes
         << " bytes of dynamic shared memory, but its buffers take " << shared.bytes;
-    const bool pooled = dynamic || shared.aliased;
-    if (pooled) line(d_.shared_pool("kiln_shared", dynamic ? 0 : shared.bytes));
+    // A buffer aligned past 16 bytes is carved out of the pool too, which takes its alignment.
+    const bool pooled = dynamic || shared.aliased || shared.alignment > 16;
+    if (pooled) line(d_.shared_pool("kiln_shared", dynamic ? 0 : shared.bytes, shared.alignment));
     for (const auto& [b, offset] : shared.buffers) {
       check_type(b->dtype, "shared buffer '" + b->name + "'");
       const std::string type = d_.type_name(b->dtype);
@@ -743,8 +744,9 @@ class KernelPrinter {
       const auto* l = base.as<ir::BufferLoadNode>();
       KILN_CHECK(l && l->indices.size() == 1 && l->buffer->scope == "shared")
           << "kernel '" << f_.name << "': a wgmma operand not in shared memory";
-      return fmt::format("kiln_wgmmadesc_uint64({} + {}, {}, {})", name_of(l->buffer->data), use(l->indices[0]),
-                         use(lbo), use(sbo));
+      // The descriptor's layout type: 1, the 128-byte swizzle, or 0, none (core matrices).
+      return fmt::format("kiln_wgmmadesc_uint64({} + {}, {}, {}, {})", name_of(l->buffer->data), use(l->indices[0]),
+                         use(lbo), use(sbo), l->buffer->layout == ir::TileLayout::kSwizzle128B ? 1 : 0);
     };
     const ir::DataType in = c->args[d].dtype();
     wgmma_run_in_flight_ = wgmma_run_in_flight_ || !ir::is_zero(c->args[d + 7]);

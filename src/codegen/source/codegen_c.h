@@ -39,10 +39,10 @@ class Dialect {
   virtual std::string global_param(const std::string& elem_type, const std::string& name, bool read_only) const = 0;
   // The qualifier of a shared buffer's declaration: "__shared__" / "__local".
   virtual std::string shared_qualifier() const = 0;
-  // The declaration of a 16-byte aligned byte array `name` of shared memory that buffers are
-  // carved from (shared_view): `bytes` long, or with `bytes` 0 the dynamic shared memory
-  // (launch.dynamic_shared_bytes; CUDA only: build_gpu sets it for CUDA kernels alone).
-  virtual std::string shared_pool(const std::string& name, int64_t bytes) const = 0;
+  // The declaration of a byte array `name` of shared memory, `alignment`-byte aligned, that
+  // buffers are carved from (shared_view): `bytes` long, or with `bytes` 0 the dynamic shared
+  // memory (launch.dynamic_shared_bytes; CUDA only: build_gpu sets it for CUDA kernels alone).
+  virtual std::string shared_pool(const std::string& name, int64_t bytes, int64_t alignment) const = 0;
   // The declaration of `name`, a constant pointer to `type` at byte `offset` of pool `pool`.
   virtual std::string shared_view(const std::string& type, const std::string& name, const std::string& pool,
                                   int64_t offset) const = 0;

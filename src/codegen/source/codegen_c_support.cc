@@ -68,10 +68,12 @@ std::string print_helpers(const std::set<std::string>& keys, const Dialect& d) {
     if (op == "wgmmadesc")
       // A wgmma shared-memory descriptor (PTX ISA, "Matrix Descriptor Format"): the operand's
       // address, the byte strides of its core matrices along the leading and the stride
-      // dimension, each in 16-byte units; no swizzle (bits 62-63 zero), base offset 0.
-      out += fmt::format("{}{} {}(const void* p, unsigned lbo, unsigned sbo) {{ const unsigned a = "
+      // dimension, each in 16-byte units; the layout type in bits 62-63 (0 none, 1 the 128-byte
+      // swizzle); base offset 0 (a swizzled tile starts 1024-byte aligned).
+      out += fmt::format("{}{} {}(const void* p, unsigned lbo, unsigned sbo, unsigned layout) {{ const unsigned a = "
                          "(unsigned)__cvta_generic_to_shared(p); return (unsigned long long)((a & 0x3FFFF) >> 4) | "
-                         "((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32); }}\n",
+                         "((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | "
+                         "((unsigned long long)(layout & 3) << 62); }}\n",
                          prefix, "unsigned long long", fn);
     else if (op == "floordiv")
       out += fmt::format("{}{} {}({} a, {} b) {{ {} q = a / b; return q - (((a % b) != 0) && (((a % b) ^ b) < 0)); }}\n",

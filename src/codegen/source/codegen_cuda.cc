@@ -25,9 +25,10 @@ class CudaDialect : public Dialect {
   // 16-byte aligned: a cp.async of 16 bytes needs its shared address aligned so (the offsets
   // inside the buffer are proved by ir::inject_double_buffer).
   std::string shared_qualifier() const override { return "__shared__ __align__(16)"; }
-  std::string shared_pool(const std::string& name, int64_t bytes) const override {
-    return bytes ? fmt::format("{} unsigned char {}[{}];", shared_qualifier(), name, bytes)
-                 : fmt::format("extern {} unsigned char {}[];", shared_qualifier(), name);
+  std::string shared_pool(const std::string& name, int64_t bytes, int64_t alignment) const override {
+    const std::string qualifier = fmt::format("__shared__ __align__({})", alignment);
+    return bytes ? fmt::format("{} unsigned char {}[{}];", qualifier, name, bytes)
+                 : fmt::format("extern {} unsigned char {}[];", qualifier, name);
   }
   std::string shared_view(const std::string& type, const std::string& name, const std::string& pool,
                           int64_t offset) const override {

@@ -24,9 +24,9 @@ class OpenCLDialect : public Dialect {
   }
   std::string shared_qualifier() const override { return "__local"; }
   // OpenCL's dynamic local memory is a kernel argument (device_api.h); kiln's OpenCL kernels declare theirs.
-  std::string shared_pool(const std::string& name, int64_t bytes) const override {
+  std::string shared_pool(const std::string& name, int64_t bytes, int64_t alignment) const override {
     KILN_CHECK(bytes > 0) << "OpenCL kernels take no dynamic shared memory from kiln's printer";
-    return fmt::format("__local uchar {}[{}] __attribute__((aligned(16)));", name, bytes);
+    return fmt::format("__local uchar {}[{}] __attribute__((aligned({})));", name, bytes, alignment);
   }
   std::string shared_view(const std::string& type, const std::string& name, const std::string& pool,
                           int64_t offset) const override {

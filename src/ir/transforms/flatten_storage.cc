@@ -52,7 +52,8 @@ class StorageFlattener : public StmtMutator {
       if (!extent.defined()) extent = make_int(DataType::i32(), 1);
       auto node = std::make_shared<BufferNode>(*b.get());
       node->shape = {extent};
-      node->core_matrices = false;  // laid out by linearize
+      // The layout stays named: the flat index already holds it (linearize), and what comes
+      // after reads it (shared alignment, wgmma's descriptors).
       out = Buffer(std::move(node));
     }
     flat_.emplace(b.get(), out);
@@ -114,7 +115,8 @@ class StorageFlattener : public StmtMutator {
       }
       if (all_const && n > INT32_MAX) t = DataType::i64();
     }
-    if (b->core_matrices) return core_matrix_offset(b, idx, t);
+    if (idx.size() >= 2 && b->layout == TileLayout::kCoreMatrices) return core_matrix_offset(b, idx, t);
+    if (idx.size() >= 2 && b->layout == TileLayout::kSwizzle128B) return swizzled_offset(b, idx, t);
     // strides[d] = d(d+1) * ... * d(k-1)
     std::vector<Expr> strides(idx.size());
     strides.back() = make_int(t, 1);
@@ -132,7 +134,17 @@ class StorageFlattener : public StmtMutator {
     return sum;
   }
 
-  // BufferNode::core_matrices: the last two indices (r, c) of an [R, C] matrix at
+  // `sum`, the offset in one matrix of a tile laid out by TileLayout, after the matrices before
+  // (those of the leading indices, row-major, `matrix` elements each).
+  static Expr plus_leading(const Buffer& b, const std::vector<Expr>& idx, DataType t, int64_t matrix, Expr sum) {
+    Expr before;
+    for (size_t d = 0; d + 2 < idx.size(); ++d)
+      before = add_folded(before.defined() ? mul_folded(before, to_index_type(b->shape[d], t)) : before,
+                          to_index_type(idx[d], t));
+    return before.defined() ? add(mul(before, make_int(t, matrix)), sum) : sum;
+  }
+
+  // TileLayout::kCoreMatrices: the last two indices (r, c) of an [R, C] matrix at
   // ((r / 8) (C / 8) + c / 8) 64 + (r % 8) 8 + c % 8, the matrices before in row-major order.
   Expr core_matrix_offset(const Buffer& b, const std::vector<Expr>& idx, DataType t) {
     const size_t nd = idx.size();
@@ -143,11 +155,27 @@ class StorageFlattener : public StmtMutator {
     auto c = [&](int64_t v) { return make_int(t, v); };
     const Expr r = to_index_type(idx[nd - 2], t), k = to_index_type(idx[nd - 1], t);
     Expr sum = add((floordiv(r, c(8)) * c(*cols / 8) + floordiv(k, c(8))) * c(64), floormod(r, c(8)) * c(8) + floormod(k, c(8)));
-    Expr matrix;
-    for (size_t d = 0; d + 2 < nd; ++d)
-      matrix = add_folded(matrix.defined() ? mul_folded(matrix, to_index_type(b->shape[d], t)) : matrix,
-                          to_index_type(idx[d], t));
-    return matrix.defined() ? add(mul(matrix, c(*rows * *cols)), sum) : sum;
+    return plus_leading(b, idx, t, *rows * *cols, sum);
+  }
+
+  // TileLayout::kSwizzle128B: the last two indices (r, c) of an [R, 64] matrix of 16-bit
+  // elements at r 64 + ((c / 8) xor (r % 8)) 8 + c % 8, the matrices before in row-major order.
+  // The IR has no xor: of two 3-bit values it is the sum over bits b of 2^b ((x >> b) + (y >> b)) % 2.
+  Expr swizzled_offset(const Buffer& b, const std::vector<Expr>& idx, DataType t) {
+    const size_t nd = idx.size();
+    const std::optional<int64_t> rows = nd >= 2 ? as_const_int(b->shape[nd - 2]) : std::nullopt;
+    const std::optional<int64_t> cols = as_const_int(b->shape[nd - 1]);
+    KILN_CHECK(rows && cols && *rows % 8 == 0 && *cols * b->dtype.bytes() == 128)
+        << "buffer '" << b->name << "' swizzled in 128-byte rows is not rows of 128 bytes, a multiple of 8 of them";
+    KILN_CHECK(idx[nd - 1].dtype().is_scalar()) << "buffer '" << b->name << "' swizzled: a vector index";
+    auto c = [&](int64_t v) { return make_int(t, v); };
+    const Expr r = to_index_type(idx[nd - 2], t), k = to_index_type(idx[nd - 1], t);
+    const Expr chunk = floordiv(k, c(8)), phase = floormod(r, c(8));
+    Expr swizzled;
+    for (int64_t bit : {1, 2, 4})
+      swizzled = add_folded(swizzled, mul_folded(floormod(floordiv(chunk, c(bit)) + floordiv(phase, c(bit)), c(2)), c(bit)));
+    Expr sum = add(r * c(*cols) + swizzled * c(8), floormod(k, c(8)));
+    return plus_leading(b, idx, t, *rows * *cols, sum);
   }
 
   std::unordered_map<const BufferNode*, Buffer> flat_;

@@ -171,6 +171,10 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   // in_flight) where the pipeline has 3 or more buffers: one tile fewer loaded ahead. On by
   // default, not yet measured against waiting for each slice (wgmma_in_flight=0).
   const bool in_flight_knob = wgmma_knobs && cfg.define_knob("wgmma_in_flight", {0, 1}, 1) != 0;
+  // K-major operand tiles (A; B where it is N x K) stored with wgmma's 128-byte swizzle where a
+  // K slice is 128 bytes, else in core matrices. On by default, not yet measured against them
+  // (wgmma_swizzle=0).
+  const bool swizzle_knob = wgmma_knobs && cfg.define_knob("wgmma_swizzle", {0, 1}, 1) != 0;
   if (warpgroups) {
     KILN_USER_CHECK(wgmma_fits) << "matmul_tensorcore_gpu: warpgroup_mma=1, but M = " << m << " is not whole warpgroups of "
                                 << "64 rows (or N = " << n << " not whole columns of 8)";
@@ -184,6 +188,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   const bool db = buffers >= 2 && k > bk;
   const bool wgmma_in_flight = warpgroups && db && buffers >= 3 && in_flight_knob;
   const int64_t in_bytes = anchor.op().input_tensors()[0].dtype().bytes();
+  const bool swizzled = warpgroups && swizzle_knob && bk * in_bytes == 128;
   // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]), not
   // for wgmma's core matrices.
   const int64_t pad = warpgroups ? 0 : 16 / in_bytes;
@@ -249,19 +254,24 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   f.unroll(km);
   f.unroll(gi);
   f.unroll(gj);
+  const std::vector<te::Tensor> mma_in = mma.decl.op().input_tensors();
+  const bool b_kn = mma_in[1].shape()[0] == 16;
   if (warpgroups) {
-    const std::vector<te::Tensor> in = mma.decl.op().input_tensors();
-    f.tensorize(g16, wgmma_m64nNk16(in[0].dtype(), in[1].shape()[0] == 16, bn, wgmma_in_flight));
+    f.tensorize(g16, wgmma_m64nNk16(mma_in[0].dtype(), b_kn, bn, wgmma_in_flight));
   } else {
     f.tensorize(g16, mma);
   }
 
   // Rows padded by 16 bytes: the lanes' fragment loads read eight rows at once (groupID), which
   // a 64- or 128-byte row stride put four to a bank; 16 bytes keeps the cp.async targets aligned.
-  // wgmma reads core matrices instead.
+  // wgmma reads swizzled 128-byte rows or core matrices instead.
   for (const te::Tensor& t : {a_sh, b_sh}) {
     s[t].compute_at(f, ko);
-    if (warpgroups) {
+    const bool k_major = t.same_as(a_sh) || !b_kn;
+    if (swizzled && k_major) {
+      fetch(s[t], wm, 1, 8);
+      s[t].swizzle_128b_layout();
+    } else if (warpgroups) {
       fetch_core_matrices(s[t], wm);
     } else {
       fetch(s[t], wm, wn, pad);

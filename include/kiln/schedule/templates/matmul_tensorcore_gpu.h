@@ -13,12 +13,17 @@
 //   wgmma_n            its warpgroups' columns: 64, 128 or 256 (at most what divides N)
 //   wgmma_in_flight    with warpgroup_mma and 3+ buffers: each K slice's wgmma left in flight
 //                      while the next slice's are issued (1, the default), or waited for (0)
+//   wgmma_swizzle      with warpgroup_mma and K slices of 128 bytes: K-major tiles in wgmma's
+//                      128-byte swizzle (1, the default), or in core matrices (0)
 // With warpgroup_mma, a block is 1 or 2 warpgroups (4 warps each, 64 rows: 2 where M is whole
 // blocks of 128) by wgmma_n columns, K slices of 64 (or 32, 16 as K allows); each warpgroup's
 // K step is one wgmma_m64nNk16 (mma_intrin.h) reading the operand tiles where they are, in
-// shared memory laid out as core matrices (Stage::core_matrix_layout), each K slice's run
-// waited for before the slice's barrier. On an H200 it was slower than mma.sync (203 against
-// 330 TFLOP/s on the float16 GEMM 4096): hence off by default.
+// shared memory: K-major tiles of 128-byte K slices in the 128-byte swizzle
+// (Stage::swizzle_128b_layout), the others as core matrices (Stage::core_matrix_layout); each
+// K slice's run left in flight until the next slice's is issued. On an H200 the first form
+// (core matrices alone, each run waited for before its slice's barrier) was slower than
+// mma.sync (203 against 330 TFLOP/s on the float16 GEMM 4096): hence off by default; the
+// swizzle and the runs in flight are not yet measured.
 // Default block: the largest whose grid still has a block per multiprocessor, 128 x 256 (2 x 4
 // warps of 4 x 8 tiles) or 128 x 128 (4 x 2 warps of 2 x 8) with K slices of 64, else 64 x 64
 // (2 x 2 warps of 2 x 4) with slices of 32
