@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
@@ -358,9 +359,12 @@ const char* const kFuncFields[] = {"num_stores", "num_allocs", "alloc_bytes", "a
 // The shared bytes of double-buffered tiles (Stage::double_buffer): their loads overlap the
 // compute (asynchronously with cp.async on CUDA sm_80+, ir::inject_double_buffer), and their
 // second halves, which the lowered program does not allocate yet, count in gpu_shared_bytes.
-const char* const kGpuFields[] = {"gpu_threads",   "gpu_blocks",      "gpu_shared_bytes",
-                                  "gpu_local_bytes", "gpu_sectors",   "gpu_registers",
-                                  "gpu_spill_bytes", "gpu_double_buffer_bytes", "gpu_mma_flops"};
+// Hopper's wgmma knobs: the flops of the wgmma left in flight into the next K slice
+// (wgmma_in_flight), and the shared bytes in its 128-byte swizzle (wgmma_swizzle).
+const char* const kGpuFields[] = {"gpu_threads",     "gpu_blocks",              "gpu_shared_bytes",
+                                  "gpu_local_bytes", "gpu_sectors",             "gpu_registers",
+                                  "gpu_spill_bytes", "gpu_double_buffer_bytes", "gpu_mma_flops",
+                                  "gpu_wgmma_in_flight_flops", "gpu_swizzled_shared_bytes"};
 
 std::vector<std::string> make_names() {
   std::vector<std::string> n;
@@ -389,6 +393,7 @@ void access_values(const AccessFeatures& a, double* out) {
 struct AllocStats {
   double count = 0, bytes = 0, shared_bytes = 0, local_bytes = 0;
   double double_buffer_bytes = 0;  // both halves of the double-buffered shared tiles
+  double swizzled_bytes = 0;       // shared tiles in TileLayout::kSwizzle128B, all their buffers
 };
 
 AllocStats alloc_stats(const Stmt& s) {
@@ -396,6 +401,7 @@ AllocStats alloc_stats(const Stmt& s) {
    public:
     AllocStats st;
     std::unordered_map<const VarNode*, double> shared;  // bytes per shared buffer
+    std::unordered_set<const VarNode*> swizzled;
     void visit_allocate(const AllocateNode* op) override {
       double e = 1;
       for (const Expr& d : op->buffer->shape) e *= static_cast<double>(as_const_int(d).value_or(1));
@@ -403,6 +409,10 @@ AllocStats alloc_stats(const Stmt& s) {
       st.count += 1;
       st.bytes += bytes;
       if (op->buffer->scope == "shared") st.shared_bytes += shared[op->buffer->data.get()] = bytes;
+      if (op->buffer->scope == "shared" && op->buffer->layout == TileLayout::kSwizzle128B) {
+        st.swizzled_bytes += bytes;
+        swizzled.insert(op->buffer->data.get());
+      }
       if (op->buffer->scope == "local") st.local_bytes += bytes;
       if (op->buffer->scope == "warp") st.local_bytes += bytes / 32;  // each lane's part (ir::lower_warp_buffers)
       StmtVisitor::visit_allocate(op);
@@ -414,6 +424,7 @@ AllocStats alloc_stats(const Stmt& s) {
         const int64_t buffers = double_buffers(*op);
         st.double_buffer_bytes += buffers * shared[v];
         st.shared_bytes += (buffers - 1) * shared[v];
+        if (swizzled.count(v)) st.swizzled_bytes += (buffers - 1) * shared[v];
         shared.erase(v);  // one marker per tile (a producer of several stores is one)
       }
       StmtVisitor::visit_attr(op);
@@ -433,33 +444,36 @@ struct LaunchStats {
 // warp's 16 x 8 x 16 product (2 * 16 * 8 * 16 flops), so `runs` (the product of the enclosing
 // loops' extents, the 32 lanes included) / 32 products. ir::kWgmma marks one lane's share of a
 // warp's 16 x N x 16 part of its warpgroup's product, N twice the lane's accumulators (its
-// call's arguments less the kWgmmaOperands after them).
-double mma_flops(const Stmt& s, double runs = 1) {
+// call's arguments less the kWgmmaOperands after them). With `in_flight_only`, those of the
+// wgmma whose call says in_flight (its last operand) alone.
+double mma_flops(const Stmt& s, bool in_flight_only = false, double runs = 1) {
   if (!s.defined()) return 0;
   switch (s.kind()) {
     case StmtKind::For: {
       const auto* op = s.as<ForNode>();
-      return mma_flops(op->body, runs * static_cast<double>(as_const_int(op->extent).value_or(1)));
+      return mma_flops(op->body, in_flight_only, runs * static_cast<double>(as_const_int(op->extent).value_or(1)));
     }
     case StmtKind::AttrStmt: {
       const auto* op = s.as<AttrStmtNode>();
-      if (op->key == kMmaSync) return runs / 32 * 2 * 16 * 8 * 16;
+      if (op->key == kMmaSync) return in_flight_only ? 0 : runs / 32 * 2 * 16 * 8 * 16;
       if (op->key == kWgmma) {
         const auto* call = op->value.as<CallNode>();
-        const double n = call ? 2.0 * static_cast<double>(call->args.size() - kWgmmaOperands) : 0;
+        if (!call || call->args.size() < kWgmmaOperands) return 0;
+        if (in_flight_only && is_zero(call->args.back())) return 0;
+        const double n = 2.0 * static_cast<double>(call->args.size() - kWgmmaOperands);
         return runs / 32 * 2 * 16 * n * 16;
       }
-      return mma_flops(op->body, runs);
+      return mma_flops(op->body, in_flight_only, runs);
     }
-    case StmtKind::LetStmt: return mma_flops(s.as<LetStmtNode>()->body, runs);
-    case StmtKind::Allocate: return mma_flops(s.as<AllocateNode>()->body, runs);
+    case StmtKind::LetStmt: return mma_flops(s.as<LetStmtNode>()->body, in_flight_only, runs);
+    case StmtKind::Allocate: return mma_flops(s.as<AllocateNode>()->body, in_flight_only, runs);
     case StmtKind::IfThenElse: {
       const auto* op = s.as<IfThenElseNode>();
-      return mma_flops(op->then_case, runs) + mma_flops(op->else_case, runs);
+      return mma_flops(op->then_case, in_flight_only, runs) + mma_flops(op->else_case, in_flight_only, runs);
     }
     case StmtKind::Seq: {
       double f = 0;
-      for (const Stmt& c : s.as<SeqStmtNode>()->seq) f += mma_flops(c, runs);
+      for (const Stmt& c : s.as<SeqStmtNode>()->seq) f += mma_flops(c, in_flight_only, runs);
       return f;
     }
     default: return 0;
@@ -558,6 +572,8 @@ std::vector<float> extract_features(const ir::PrimFunc& f, const PtxasReport* pt
   }
   raw[gpu + 7] = allocs.double_buffer_bytes;
   raw[gpu + 8] = mma_flops(f.body);
+  raw[gpu + 9] = mma_flops(f.body, true);
+  raw[gpu + 10] = allocs.swizzled_bytes;
   std::vector<float> out(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) out[i] = static_cast<float>(std::log2(1.0 + std::max(raw[i], 0.0)));
   return out;

@@ -251,7 +251,8 @@ TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[auto
   // A CPU function has none of them.
   std::vector<float> cpu = extract_features(scalar_matmul());
   for (const char* name : {"gpu_threads", "gpu_blocks", "gpu_shared_bytes", "gpu_local_bytes", "gpu_sectors",
-                           "gpu_registers", "gpu_spill_bytes", "gpu_double_buffer_bytes", "gpu_mma_flops"})
+                           "gpu_registers", "gpu_spill_bytes", "gpu_double_buffer_bytes", "gpu_mma_flops",
+                           "gpu_wgmma_in_flight_flops", "gpu_swizzled_shared_bytes"})
     CHECK(feat(cpu, name) == 0);
   CHECK(feat(v, "gpu_double_buffer_bytes") == 0);
   // A double-buffered tile (Stage::double_buffer's marker on its producer) counts both halves,
@@ -279,4 +280,26 @@ TEST_CASE("features: GPU launch, shared and local bytes, and coalescing", "[auto
                            for_loop(k, 0, 3, ForKind::Serial, for_loop(lane, 0, 32, ForKind::ThreadBinding, wg, "threadIdx.x")));
   std::vector<float> wgf = extract_features(PrimFunc{"gpu_wgmma", {x, y, z}, wg_warps});
   CHECK(feat(wgf, "gpu_mma_flops") == Approx(lg(4 * 3 * 2 * 16 * 128 * 16)));
+  CHECK(feat(wgf, "gpu_wgmma_in_flight_flops") == 0);
+  // The same wgmma left in flight into the next K slice (the call's last operand): those flops
+  // count in gpu_wgmma_in_flight_flops too; mma.sync never does.
+  args.back() = Expr(1);
+  Stmt wg_in_flight = attr_stmt(kWgmma, sh->data, make_intrinsic(DataType::i32(), kWgmmaCall, args), evaluate(Expr(0)));
+  std::vector<float> wgi = extract_features(PrimFunc{
+      "gpu_wgmma", {x, y, z},
+      for_loop(w, 0, 4, ForKind::Serial,
+               for_loop(k, 0, 3, ForKind::Serial, for_loop(lane, 0, 32, ForKind::ThreadBinding, wg_in_flight, "threadIdx.x")))});
+  CHECK(feat(wgi, "gpu_wgmma_in_flight_flops") == Approx(lg(4 * 3 * 2 * 16 * 128 * 16)));
+  CHECK(feat(wgi, "gpu_mma_flops") == feat(wgf, "gpu_mma_flops"));
+  CHECK(feat(tc, "gpu_wgmma_in_flight_flops") == 0);
+  // A shared tile in the 128-byte swizzle, double-buffered: both buffers' bytes.
+  CHECK(feat(db, "gpu_swizzled_shared_bytes") == 0);
+  auto node = std::make_shared<BufferNode>(*Buffer::make("W", DataType::f16(), {8, 64}, "shared").get());
+  node->layout = TileLayout::kSwizzle128B;
+  const Buffer sw(std::move(node));
+  Stmt fill_sw = attr_stmt(kDoubleBufferScope, sw->data, Expr(3), buffer_store(sw, make_zero(DataType::f16()), {0, t}));
+  std::vector<float> swf = extract_features(PrimFunc{
+      "gpu_swizzled", {x, y, z},
+      for_loop(t, 0, 64, ForKind::ThreadBinding, allocate(sw, seq({fill_sw, stores})), "threadIdx.x")});
+  CHECK(feat(swf, "gpu_swizzled_shared_bytes") == Approx(lg(3 * 8 * 64 * 2)));
 }
