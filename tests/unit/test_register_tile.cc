@@ -6,6 +6,10 @@
 #include <regex>
 
 #include "kiln/schedule/templates/conv2d_cpu.h"
+#include "kiln/codegen/driver.h"
+#include "kiln/te/ops/nn_conv.h"
+#include "kiln/ir/printer.h"
+#include "kiln/schedule/templates/anchor_cpu.h"
 #include "kiln/schedule/templates/int8_cpu.h"
 #include "kiln/schedule/templates/register_tile.h"
 #include "test_ops_b_util.h"
@@ -29,6 +33,12 @@ int64_t knob(const std::string& cfg, const std::string& name, int part = -1) {
   std::regex re(name + "=\\[([0-9]+),([0-9]+)\\]");
   REQUIRE(std::regex_search(cfg, m, re));
   return std::stoll(m[1 + part]);
+}
+
+int64_t count(const std::string& text, const std::string& what) {
+  int64_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
 }
 
 // The default config of the strategy's template for a conv2d of these shapes on `target`.
@@ -135,4 +145,29 @@ TEST_CASE("int8 dense defaults: AVX2's two-instruction dot ranks tiles by issue,
   const RegisterTile tile{knob(wide, "oc_blocks"), knob(wide, "tile_m", 1)};
   CHECK(schedule::tile_efficiency(vnni, tile) == 1.0);
   CHECK(tile.accumulators() >= vnni.facts.fma_in_flight());
+}
+
+TEST_CASE("blocked conv defaults keep the window rolled where its unrolled broadcasts would spill", "[target][spaces]") {
+  // resnet18's 3 x 3 512 -> 512 conv at 7 x 7 in NCHW[x]c. AVX2: 7 columns x 1 block, and
+  // with kx unrolled LLVM shares 9 broadcasts among the taps: 7 + 1 + 9 = 17 of 16 registers, so
+  // ky and kx stay loops (pragma unroll 1). AVX-512's 32 registers hold the tile unrolled.
+  auto lowered = [](const Target& t) {
+    const int64_t x = t.lanes(32);
+    te::Tensor in = te::placeholder({1, 512 / x, 7, 7, x}, ir::DataType::f32(), "x");
+    te::Tensor w = te::placeholder({512 / x, 512 / x, 3, 3, x, x}, ir::DataType::f32(), "w");
+    te::ops::ConvNdAttrs a{{1, 1}, {1, 1, 1, 1}, {1, 1}, 1, {}};
+    te::Tensor y = te::ops::conv2d_nchwc(in, w, a);
+    schedule::Config cfg;
+    schedule::Schedule s = schedule::schedule_anchor_cpu({y}, y, schedule::schedule_conv_nchwc_cpu, t, cfg);
+    return ir::to_string(codegen::lower_to_ir(s, {in, w, y}, "conv")) + "\n" + cfg.str();
+  };
+  const std::string avx2 = lowered(kAvx2), avx512 = lowered(kAvx512);
+  {
+    INFO(avx2);
+    CHECK(knob(avx2, "tile_ow", 1) == 7);
+    CHECK(knob(avx2, "oc_blocks") == 1);
+    CHECK(count(avx2, "pragma_unroll") == 2);
+  }
+  INFO(avx512);
+  CHECK(count(avx512, "pragma_unroll") == 0);
 }

@@ -57,6 +57,10 @@ bool vectorize_innermost(Stage st, int64_t lanes) {
   return true;
 }
 
+void keep_rolled(Stage st, const std::vector<ir::IterVar>& loops) {
+  for (const ir::IterVar& iv : loops) st.pragma(iv, "unroll", ir::Expr(1));
+}
+
 ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes) {
   KILN_CHECK(!axes.empty()) << "fuse_parallel: no axes";
   ir::IterVar fused = axes[0];

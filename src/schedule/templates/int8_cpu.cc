@@ -97,14 +97,6 @@ std::pair<int64_t, int64_t> default_tile(const Target& target, int64_t nblk, int
   return best;
 }
 
-// The reduction loops around the register tile stay loops: LLVM unrolled the short ones (a 3 x 3
-// conv's ky and kx) and kept the unrolled steps' tiles live at once. resnet18's 3 x 3 64 -> 64
-// conv for AVX2: 150 stack accesses among its 144 vpmaddwd, none in the rolled loop's 16 (whole
-// model times on the shared Zen 3 were within their noise either way).
-void keep_rolled(Stage st, const std::vector<ir::IterVar>& loops) {
-  for (const ir::IterVar& iv : loops) st.pragma(iv, "unroll", ir::Expr(1));
-}
-
 // The packed weight and its sums at the root (a graph compile precomputes both for a constant
 // weight); the packed data at the root in parallel, its padding inlined into it.
 void place_operands(Schedule& s, const te::Tensor& blocked, const te::Tensor& result) {
@@ -175,6 +167,9 @@ void schedule_conv2d_int8_cpu(Schedule& s, const te::Tensor& tiled, const te::Te
   b.reorder({bx[0], bx[2], r[0], r[1], r[2], bx[1], bx[3], bx[4], r[3]});
   b.unroll(bx[1]);
   b.unroll(bx[3]);
+  // The reduction loops around the register tile stay loops: resnet18's 3 x 3 64 -> 64 conv for
+  // AVX2 unrolled had 150 stack accesses among its 144 vpmaddwd, none in the rolled loop's 16
+  // (whole model times on the shared Zen 3 were within their noise either way).
   keep_rolled(b, {r[0], r[1], r[2]});
   b.tensorize(bx[4], int8_dot_intrin(layout));
   place_operands(s, blocked, conv);

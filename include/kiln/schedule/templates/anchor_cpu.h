@@ -68,6 +68,11 @@ bool vectorize_innermost(Stage st, int64_t lanes);
 // marks it parallel; returns it (the single axis when count == 1).
 ir::IterVar fuse_parallel(Stage st, const std::vector<ir::IterVar>& axes);
 
+// Keeps the loops rolled: LLVM otherwise fully unrolls short reduction loops (a 3 x 3 window's
+// ky and kx) around a register tile and keeps the unrolled steps' values live at once, past the
+// register file.
+void keep_rolled(Stage st, const std::vector<ir::IterVar>& loops);
+
 // A pad or pack stage feeding a kernel, computed once at the root, parallel over its two outer
 // axes; with lanes > 1, rows are vectorized (masked loads at a pad's borders). Nothing for an
 // undefined tensor or a placeholder.
