@@ -292,9 +292,10 @@ void schedule_conv_cpu(Schedule& s, const te::Tensor& tiled, const te::Tensor& c
 // the input broadcasts LLVM then shares among the taps of a row ((owr - 1) x stride + kw per
 // row, each loaded once per channel). resnet18's 3 x 3 512 -> 512 conv at 7 x 7 for AVX2 (7
 // accumulators, 1 weight, 9 broadcasts: 17 of 16 registers) had 154 stack accesses among its
-// 168 FMAs unrolled, 6 (the function's own) rolled; its NCHW[8]c convs summed 23.1 -> 21.1 ms
-// and 25.8 -> 20.1 ms (one thread, Zen 3, medians of 10 and 8 processes). AVX-512's 32
-// registers hold the same tiles unrolled, which stay as they were tuned.
+// 168 FMAs unrolled, 6 (the function's own) rolled; resnet18's NCHW[8]c convs summed 26.2 ->
+// 21.4 ms, the whole model 58.3 -> 54.2 (one thread, Zen 3, medians of 10 and 6 processes),
+// mobilenet_v2 and squeezenet1_1 within the noise. AVX-512's 32 registers hold the same tiles
+// unrolled, which stay as they were tuned.
 bool unrolled_window_spills(const Target& target, const ConvTile& t, const te::Tensor& conv,
                             const std::vector<ir::IterVar>& reduce) {
   const int64_t kw = ir::as_const_int(reduce[2]->dom.extent).value_or(1);
