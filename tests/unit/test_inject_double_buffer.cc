@@ -415,6 +415,29 @@ TEST_CASE("core_matrix_layout: refusals", "[schedule]") {
   CHECK_THROWS_WITH(schedule::lower(s, {x, y}, "f"), Contains("core_matrix_layout: stage 'X.shared' also pads its rows"));
 }
 
+TEST_CASE("swizzle_128b_layout: refusals", "[schedule]") {
+  // Rows of 8 float16 are 16 bytes, not the 128 the swizzle permutes.
+  te::Tensor x = te::placeholder({8, 8}, ir::DataType::f16(), "X");
+  te::Tensor y = te::compute({8, 8}, [&](ir::Var i, ir::Var j) { return x(i, j); }, "Y");
+  schedule::Schedule s = schedule::create({y});
+  CHECK_THROWS_WITH(s[y].swizzle_128b_layout(), Contains("swizzle_128b_layout: stage 'Y' has scope 'global'"));
+  te::Tensor cached = s.cache_read(x, "shared", {y});
+  s[cached].swizzle_128b_layout();
+  CHECK_THROWS_WITH(schedule::lower(s, {x, y}, "f"),
+                    Contains("swizzle_128b_layout: stage 'X.shared' is not rows of 128 bytes, a multiple of 8 of them"));
+  // Padded rows are refused as for core matrices.
+  te::Tensor w = te::placeholder({8, 64}, ir::DataType::f16(), "W");
+  te::Tensor z = te::compute({8, 64}, [&](ir::Var i, ir::Var j) { return w(i, j); }, "Z");
+  schedule::Schedule t = schedule::create({z});
+  te::Tensor wc = t.cache_read(w, "shared", {z});
+  t[wc].swizzle_128b_layout();
+  t[wc].pad_rows(8);
+  CHECK_THROWS_WITH(schedule::lower(t, {w, z}, "g"), Contains("swizzle_128b_layout: stage 'W.shared' also pads its rows"));
+  // Unpadded, 8 rows of 64 float16 lower.
+  t[wc].pad_rows(0);
+  CHECK_NOTHROW(schedule::lower(t, {w, z}, "g"));
+}
+
 TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu][cuda]") {
   const Target t = Target::parse("cuda");
   ir::PrimFunc f = dense_ir(128, 128, 128, true, t);
