@@ -19,8 +19,7 @@ const char* layout_suffix(TileLayout layout) {
   }
   return "";
 }
-}  // namespace
-namespace {
+
 
 // Binding strength of infix operators; higher binds tighter.
 int precedence(ExprKind k) {

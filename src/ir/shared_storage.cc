@@ -73,7 +73,7 @@ class LiveRanges : public StmtVisitor {
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-int64_t size_of(const Buffer& b) { return (b.num_elements() * b->dtype.bytes() + kAlign - 1) / kAlign * kAlign; }
+int64_t size_of(const Buffer& b) { return round_up(b.num_elements() * b->dtype.bytes(), kAlign); }
 
 // Whether two placed buffers (buffer, byte offset) share bytes.
 bool bytes_meet(const std::pair<Buffer, int64_t>& a, const std::pair<Buffer, int64_t>& b) {

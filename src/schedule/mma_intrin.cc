@@ -185,7 +185,6 @@ TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n, bool in_fligh
     KILN_USER_CHECK(!b_kn || tb.buffer->layout != ir::TileLayout::kSwizzle128B)
         << "tensorize: intrinsic '" << name << "' reads a K x N B ('" << tb.buffer->name
         << "') in core matrices, not swizzled";
-    auto swizzled = [](const TensorIntrinBuffer& t) { return t.buffer->layout == ir::TileLayout::kSwizzle128B; };
     ir::Var lane("lane"), e("e"), kk("k");
     const ir::Expr p0 = lane_offset(tc, name);
     std::vector<ir::Expr> args;
@@ -203,16 +202,12 @@ TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n, bool in_fligh
     // the leading offset unused (PTX: "assumed 1", 16 bytes), the stride 8 rows (1024 bytes).
     auto cols = [](const TensorIntrinBuffer& t) { return *ir::as_const_int(t.buffer->shape.back()); };
     const int64_t a_down = cols(ta) / 8 * 128, b_down = cols(tb) / 8 * 128;
-    if (swizzled(ta)) {
-      for (int64_t v : {16, 1024}) args.push_back(i32(v));
-    } else {
-      for (int64_t v : {int64_t{128}, a_down}) args.push_back(i32(v));
-    }
-    if (swizzled(tb)) {
-      for (int64_t v : {16, 1024}) args.push_back(i32(v));
-    } else {
-      for (int64_t v : b_kn ? std::vector<int64_t>{b_down, 128} : std::vector<int64_t>{128, b_down}) args.push_back(i32(v));
-    }
+    auto offsets = [&](const TensorIntrinBuffer& t, std::vector<int64_t> core) {
+      const bool swizzled = t.buffer->layout == ir::TileLayout::kSwizzle128B;
+      for (int64_t v : swizzled ? std::vector<int64_t>{16, 1024} : core) args.push_back(i32(v));
+    };
+    offsets(ta, {128, a_down});
+    offsets(tb, b_kn ? std::vector<int64_t>{b_down, 128} : std::vector<int64_t>{128, b_down});
     args.push_back(i32(b_kn ? 1 : 0));
     args.push_back(i32(in_flight ? 1 : 0));
     ir::Expr call = ir::make_intrinsic(ir::DataType::i32(), ir::kWgmmaCall, args);

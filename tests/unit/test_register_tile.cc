@@ -12,6 +12,7 @@
 #include "kiln/schedule/templates/anchor_cpu.h"
 #include "kiln/schedule/templates/int8_cpu.h"
 #include "kiln/schedule/templates/register_tile.h"
+#include "test_gpu_util.h"
 #include "test_ops_b_util.h"
 
 using namespace kiln;
@@ -33,12 +34,6 @@ int64_t knob(const std::string& cfg, const std::string& name, int part = -1) {
   std::regex re(name + "=\\[([0-9]+),([0-9]+)\\]");
   REQUIRE(std::regex_search(cfg, m, re));
   return std::stoll(m[1 + part]);
-}
-
-int64_t count(const std::string& text, const std::string& what) {
-  int64_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
 }
 
 // The default config of the strategy's template for a conv2d of these shapes on `target`.
@@ -166,8 +161,8 @@ TEST_CASE("blocked conv defaults keep the window rolled where its unrolled broad
     INFO(avx2);
     CHECK(knob(avx2, "tile_ow", 1) == 7);
     CHECK(knob(avx2, "oc_blocks") == 1);
-    CHECK(count(avx2, "pragma_unroll") == 2);
+    CHECK(test::occurrences(avx2, "pragma_unroll") == 2);
   }
   INFO(avx512);
-  CHECK(count(avx512, "pragma_unroll") == 0);
+  CHECK(test::occurrences(avx512, "pragma_unroll") == 0);
 }

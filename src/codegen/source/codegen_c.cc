@@ -725,9 +725,7 @@ class KernelPrinter {
     wgmma_run_in_flight_ = false;
     for (const ir::Stmt& s : run) stmt(s);
     for (const std::string& l : d_.wgmma_end(*wgmma_acc_, wgmma_run_in_flight_ ? 1 : 0)) line(l);
-    if (wgmma_run_in_flight_)
-      for (const std::string& x : *wgmma_acc_)
-        if (std::find(in_flight_acc_.begin(), in_flight_acc_.end(), x) == in_flight_acc_.end()) in_flight_acc_.push_back(x);
+    if (wgmma_run_in_flight_) add_once(*wgmma_acc_, in_flight_acc_);
     wgmma_acc_.reset();
   }
 
@@ -753,8 +751,13 @@ class KernelPrinter {
     line(d_.wgmma(in.is_bfloat() ? "bf16" : "f16", static_cast<int64_t>(2 * d), acc,
                   desc(c->args[d], c->args[d + 2], c->args[d + 3]), desc(c->args[d + 1], c->args[d + 4], c->args[d + 5]),
                   !ir::is_zero(c->args[d + 6])));
-    for (const std::string& x : acc)
-      if (std::find(wgmma_acc_->begin(), wgmma_acc_->end(), x) == wgmma_acc_->end()) wgmma_acc_->push_back(x);
+    add_once(acc, *wgmma_acc_);
+  }
+
+  // Appends to `to` each of `names` it does not hold yet.
+  static void add_once(const std::vector<std::string>& names, std::vector<std::string>& to) {
+    for (const std::string& x : names)
+      if (std::find(to.begin(), to.end(), x) == to.end()) to.push_back(x);
   }
 
   // Consecutive mma of a warp's tiles, printed as one lanes' loop whose ldmatrix loads are

@@ -163,8 +163,7 @@ class StorageFlattener : public StmtMutator {
   // The IR has no xor: of two 3-bit values it is the sum over bits b of 2^b ((x >> b) + (y >> b)) % 2.
   Expr swizzled_offset(const Buffer& b, const std::vector<Expr>& idx, DataType t) {
     const size_t nd = idx.size();
-    const std::optional<int64_t> rows = nd >= 2 ? as_const_int(b->shape[nd - 2]) : std::nullopt;
-    const std::optional<int64_t> cols = as_const_int(b->shape[nd - 1]);
+    const std::optional<int64_t> rows = as_const_int(b->shape[nd - 2]), cols = as_const_int(b->shape[nd - 1]);
     KILN_CHECK(rows && cols && *rows % 8 == 0 && *cols * b->dtype.bytes() == 128)
         << "buffer '" << b->name << "' swizzled in 128-byte rows is not rows of 128 bytes, a multiple of 8 of them";
     KILN_CHECK(idx[nd - 1].dtype().is_scalar()) << "buffer '" << b->name << "' swizzled: a vector index";
