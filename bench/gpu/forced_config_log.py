@@ -18,7 +18,7 @@ CANDIDATES = {
     "tile_k": [1, 2, 4, 8, 16, 32], "double_buffer": [0, 1], "vector_fetch": [0, 1], "tensor_core": [0, 1],
     "warps_m": [1, 2, 4], "mma_m": [1, 2, 4], "warps_n": [1, 2, 4], "mma_n": [1, 2, 4, 8],
     "mma_k": [16, 32, 64], "pipeline_stages": [2, 3, 4], "warpgroup_mma": [0, 1], "wgmma_n": [64, 128, 256],
-    "wgmma_in_flight": [0, 1], "wgmma_swizzle": [0, 1],
+    "wgmma_in_flight": [0, 1], "wgmma_swizzle": [0, 1], "staging_pad": [0, 8],
 }
 
 

@@ -149,8 +149,9 @@ void allocate_intermediates(LowerContext& ctx) {
     if (st->tile_layout == ir::TileLayout::kSwizzle128B) {
       const std::optional<int64_t> rows = shape.size() >= 2 ? ir::as_const_int(shape[shape.size() - 2]) : std::nullopt;
       const std::optional<int64_t> cols = ir::as_const_int(shape.back());
-      KILN_USER_CHECK(rows && cols && *rows % 8 == 0 && *cols * st->origin_op.output(0).dtype().bytes() == 128)
-          << "swizzle_128b_layout: stage '" << st.name() << "' is not rows of 128 bytes, a multiple of 8 of them";
+      const int64_t bytes = st->origin_op.output(0).dtype().bytes();
+      KILN_USER_CHECK(rows && cols && *rows % 8 == 0 && bytes <= 16 && *cols * bytes % 128 == 0)
+          << "swizzle_128b_layout: stage '" << st.name() << "' is not rows of whole 128-byte panels, a multiple of 8 of them";
     }
     auto& slots = ctx.storage[st.get()];
     for (int v = 0; v < st->op->num_outputs(); ++v) {

@@ -178,13 +178,9 @@ TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n, bool in_fligh
     const TensorIntrinBuffer &ta = ins[0], &tb = ins[1], &tc = out[0];
     for (const TensorIntrinBuffer* t : {&ta, &tb})
       KILN_USER_CHECK(t->buffer->scope == "shared" && t->buffer->layout != ir::TileLayout::kRows)
-          << "tensorize: intrinsic '" << name << "' reads its operands from shared memory in core matrices "
+          << "tensorize: intrinsic '" << name << "' reads its operands from shared memory in wgmma's layout "
           << "(Stage::core_matrix_layout or swizzle_128b_layout), but '" << t->buffer->name << "' is "
-          << t->buffer->scope << (t->buffer->layout != ir::TileLayout::kRows ? " in core matrices" : " in rows");
-    // The 128-byte swizzle only along K: an N-major B has its 16 K rows in two 8-row groups.
-    KILN_USER_CHECK(!b_kn || tb.buffer->layout != ir::TileLayout::kSwizzle128B)
-        << "tensorize: intrinsic '" << name << "' reads a K x N B ('" << tb.buffer->name
-        << "') in core matrices, not swizzled";
+          << t->buffer->scope << (t->buffer->layout != ir::TileLayout::kRows ? " in wgmma's layout" : " in rows");
     ir::Var lane("lane"), e("e"), kk("k");
     const ir::Expr p0 = lane_offset(tc, name);
     std::vector<ir::Expr> args;
@@ -198,16 +194,19 @@ TensorIntrin wgmma_m64nNk16(ir::DataType in, bool b_kn, int64_t n, bool in_fligh
     // a buffer's rows first: the next along its columns is 128 bytes on, the next down C / 8 x
     // 128. K-major A and N x K B: leading along K (the columns), stride down the rows. An
     // N-major K x N B: leading along K too (down its rows), stride along N (the columns); the
-    // other way round faulted on an H200 (2026-11-27, run 7). Swizzled (K-major, 128-byte rows):
-    // the leading offset unused (PTX: "assumed 1", 16 bytes), the stride 8 rows (1024 bytes).
+    // other way round faulted on an H200 (2026-11-27, run 7). Swizzled, K-major (one 128-byte
+    // panel wide): the leading offset unused (PTX: "assumed 1", 16 bytes), the stride 8 rows
+    // (1024 bytes). Swizzled, N-major (panels of 64 columns, each R rows of 128 bytes): leading
+    // from one panel to the next along N (R x 128 bytes), stride 8 rows down K (1024).
     auto cols = [](const TensorIntrinBuffer& t) { return *ir::as_const_int(t.buffer->shape.back()); };
+    auto rows = [](const TensorIntrinBuffer& t) { return *ir::as_const_int(t.buffer->shape[t.buffer->shape.size() - 2]); };
     const int64_t a_down = cols(ta) / 8 * 128, b_down = cols(tb) / 8 * 128;
-    auto offsets = [&](const TensorIntrinBuffer& t, std::vector<int64_t> core) {
-      const bool swizzled = t.buffer->layout == ir::TileLayout::kSwizzle128B;
-      for (int64_t v : swizzled ? std::vector<int64_t>{16, 1024} : core) args.push_back(i32(v));
+    auto offsets = [&](const TensorIntrinBuffer& t, bool n_major, std::vector<int64_t> core) {
+      if (t.buffer->layout == ir::TileLayout::kSwizzle128B) core = {n_major ? rows(t) * 128 : 16, 1024};
+      for (int64_t v : core) args.push_back(i32(v));
     };
-    offsets(ta, {128, a_down});
-    offsets(tb, b_kn ? std::vector<int64_t>{b_down, 128} : std::vector<int64_t>{128, b_down});
+    offsets(ta, false, {128, a_down});
+    offsets(tb, b_kn, b_kn ? std::vector<int64_t>{b_down, 128} : std::vector<int64_t>{128, b_down});
     args.push_back(i32(b_kn ? 1 : 0));
     args.push_back(i32(in_flight ? 1 : 0));
     ir::Expr call = ir::make_intrinsic(ir::DataType::i32(), ir::kWgmmaCall, args);

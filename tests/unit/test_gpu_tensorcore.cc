@@ -152,14 +152,14 @@ TEST_CASE("tensor cores: 128 x 128 tiles in dynamic shared memory, and 3-buffer 
   for (const char* spec : {"cuda -arch=sm_80", "cuda -arch=sm_90"}) {
     const Target t = Target::parse(spec);
     // 2 x 2 warps of 4 x 8 tiles, K slices of 32 in 3 buffers: the operand tiles (rows padded
-    // by 8 elements) and the float32 staging tile each pass the 48 KiB a block declares
-    // statically. The staging tile, written after the K loop, takes the operands' bytes
-    // (ir::plan_shared_storage): the block needs the larger of the two.
+    // by 8 elements) and the float32 staging tile (rows of 512 bytes padded by 8 floats) each
+    // pass the 48 KiB a block declares statically. The staging tile, written after the K loop,
+    // takes the operands' bytes (ir::plan_shared_storage): the block needs the larger of the two.
     std::string config;
     const ir::PrimFunc f =
         g.lower(t, {{"warps_m", 1}, {"mma_m", 2}, {"warps_n", 1}, {"mma_n", 3}, {"pipeline_stages", 1}}, &config);
     INFO(spec << ": " << config);
-    const int64_t operands = (128 * (32 + 8) + 128 * (32 + 8)) * 2 * 3, staging = 128 * 128 * 4;
+    const int64_t operands = (128 * (32 + 8) + 128 * (32 + 8)) * 2 * 3, staging = 128 * (128 + 8) * 4;
     codegen::GpuBuildOptions text_only;
     text_only.compile = false;
     const codegen::GpuModule text = codegen::build_gpu({f}, t, text_only);
@@ -310,7 +310,7 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
     INFO(g.name());
     std::string config;
     g.lower(t, {}, &config);
-    CHECK_THAT(config, Contains("warpgroup_mma=0"));  // slower than mma.sync so far (matmul_tensorcore_gpu.cc)
+    CHECK_THAT(config, Contains("warpgroup_mma=1"));  // the default where M is whole warpgroups
     const ir::PrimFunc f = g.lower(t, on, &config);
     CHECK_THAT(config, Contains("warpgroup_mma=1"));
     codegen::GpuBuildOptions text_only;
@@ -322,10 +322,12 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
     CHECK(test::occurrences(source, wgmma) == (big ? 4 : 1));
     // K slices of 64 (128 bytes): A's tile, and the dense's K-major B, in wgmma's 128-byte
     // swizzle (layout type 1, 8-row groups 1024 bytes apart), 1024-byte aligned; the matmul's
-    // N-major B in core matrices (type 0). Slices of 16 (192 x 72 x 48): core matrices.
-    const int swizzled = !big ? 0 : g.kind == Kind::kDense ? 2 : 1;
-    CHECK(test::occurrences(source, ", 16, 1024, 1))") == 4 * swizzled);
-    CHECK(test::occurrences(source, "__align__(1024)") == (swizzled ? 1 : 0));
+    // N-major B too, in 4 panels of 64 columns (leading offset 64 rows x 128 bytes from one to
+    // the next). Slices of 16 and 72 columns (192 x 72 x 48): core matrices (type 0).
+    const int k_major = !big ? 0 : g.kind == Kind::kDense ? 2 : 1;
+    CHECK(test::occurrences(source, ", 16, 1024, 1))") == 4 * k_major);
+    CHECK(test::occurrences(source, ", 8192, 1024, 1))") == (big && g.kind == Kind::kMatmul ? 4 : 0));
+    CHECK(test::occurrences(source, "__align__(1024)") == (big ? 1 : 0));
     std::map<std::string, size_t> plain = on;
     plain["wgmma_swizzle"] = 0;
     const std::string unswizzled = codegen::build_gpu({g.lower(t, plain)}, t, text_only).source;
@@ -334,8 +336,8 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
     // B's descriptor names it N-major for the matmul (the last immediate).
     CHECK(test::occurrences(source, g.kind == Kind::kMatmul ? ", p, 1, 1, 0, 1;" : ", p, 1, 1, 0, 0;") > 0);
     CHECK(test::occurrences(source, "wgmma.fence.sync.aligned;") == 1);
-    // Each K slice's run left in flight (3 buffers): it waits for the run before it, and after
-    // the K loop one wait for the last.
+    // Each K slice's run left in flight (4 buffers by default): it waits for the run before it,
+    // and after the K loop one wait for the last.
     CHECK(test::occurrences(source, "wgmma.wait_group.sync.aligned 1;") == 1);
     CHECK(test::occurrences(source, "wgmma.wait_group.sync.aligned 0;") == 1);
     CHECK(source.find("wgmma.wait_group.sync.aligned 1;") < source.find("wgmma.wait_group.sync.aligned 0;"));
@@ -365,11 +367,13 @@ TEST_CASE("wgmma: the schedule's OpenCL twin on PoCL (core matrices, reference l
           "[gpu][opencl][mma]") {
   REQUIRE_OPENCL(dev);
   const Target t = Target::parse("opencl");
-  const std::map<std::string, size_t> on = {{"tensor_core", 1}, {"warpgroup_mma", 1}};
+  const std::map<std::string, size_t> on = {{"tensor_core", 1}, {"warpgroup_mma", 1}, {"wgmma_n", 1}};
   // One warpgroup and two, N-major and K-major B, K slices of 16, 32 and 64 over one or more;
   // the pipelines of 3 buffers as a run left in flight needs them (one tile ahead) and as the
   // run waited for in its slice (two ahead); slices of 64 (128 bytes) with K-major tiles
-  // swizzled and in core matrices; race-checked.
+  // swizzled and in core matrices, N-major B swizzled in panels of 64 columns where N allows
+  // (wgmma_n up to 128 here: two panels in one slice, one panel over two slices; OpenCL's 48
+  // KiB hold no more); race-checked.
   struct Choice {
     size_t in_flight, swizzle;
     bool race_check;
@@ -378,7 +382,9 @@ TEST_CASE("wgmma: the schedule's OpenCL twin on PoCL (core matrices, reference l
                         Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 64, 40, 48),
                         Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 128, 32, 160),
                         Gemm(Kind::kDense, ir::DataType::f16(), 1, 64, 48, 192),
-                        Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 64, 24, 128)}) {
+                        Gemm(Kind::kMatmul, ir::DataType::bf16(), 1, 64, 24, 128),
+                        Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 64, 128, 64),
+                        Gemm(Kind::kMatmul, ir::DataType::f16(), 1, 64, 64, 128)}) {
     for (const Choice& c : {Choice{1, 1, false}, Choice{1, 1, true}, Choice{0, 1, true}, Choice{1, 0, true}}) {
       INFO(g.name() << ", wgmma_in_flight " << c.in_flight << ", wgmma_swizzle " << c.swizzle
                     << (c.race_check ? ", race-checked" : ""));
@@ -397,9 +403,12 @@ TEST_CASE("wgmma: the schedule's OpenCL twin on PoCL (core matrices, reference l
       // K = 64 is one slice: nothing to pipeline, nothing left in flight.
       const std::string injected = ir::to_string(ir::inject_double_buffer(f));  // as build_gpu runs it
       CHECK((test::occurrences(injected, ir::kWgmmaDrain) > 0) == (g.k != 64 && in_flight));
-      // Swizzled where a slice is 64 deep: A, and B where it is N x K (a dense's).
+      // Swizzled: A and a dense's K-major B where a slice is 64 deep, a matmul's N-major B
+      // where its tile (N's largest power of two up to 128) is whole panels of 64 columns.
       const int64_t bk = g.k % 64 == 0 ? 64 : g.k % 32 == 0 ? 32 : 16;
-      const int64_t swizzled_tiles = !c.swizzle || bk != 64 ? 0 : g.kind == Kind::kDense ? 2 : 1;
+      const bool k_major_b = g.kind == Kind::kDense;
+      const int64_t swizzled_tiles =
+          !c.swizzle ? 0 : (bk == 64 ? 1 : 0) + ((k_major_b ? bk == 64 : g.n % 64 == 0) ? 1 : 0);
       CHECK(test::occurrences(injected, "swizzle_128b") == swizzled_tiles);
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;

@@ -424,7 +424,7 @@ TEST_CASE("swizzle_128b_layout: refusals", "[schedule]") {
   te::Tensor cached = s.cache_read(x, "shared", {y});
   s[cached].swizzle_128b_layout();
   CHECK_THROWS_WITH(schedule::lower(s, {x, y}, "f"),
-                    Contains("swizzle_128b_layout: stage 'X.shared' is not rows of 128 bytes, a multiple of 8 of them"));
+                    Contains("swizzle_128b_layout: stage 'X.shared' is not rows of whole 128-byte panels, a multiple of 8 of them"));
   // Padded rows are refused as for core matrices.
   te::Tensor w = te::placeholder({8, 64}, ir::DataType::f16(), "W");
   te::Tensor z = te::compute({8, 64}, [&](ir::Var i, ir::Var j) { return w(i, j); }, "Z");

@@ -156,7 +156,7 @@ TEST_CASE("mma intrinsics refuse nests that do not match, saying why", "[schedul
     Product p(f16, false, 16, 8, 16);
     p.schedule(schedule::wgmma_m64nNk16(f16, false, 8), schedule::mma_store_m16n8());
     CHECK_THROWS_WITH(p.lowered(), Contains("intrinsic 'wgmma_m64n8k16_float16_nt' reads its operands from shared "
-                                            "memory in core matrices") && Contains("but 'A' is global in rows"));
+                                            "memory in wgmma's layout") && Contains("but 'A' is global in rows"));
     CHECK_THROWS_WITH(schedule::wgmma_m64nNk16(f16, false, 12), Contains("wgmma_m64nNk16: N = 12, not a multiple of 8"));
   }
 }

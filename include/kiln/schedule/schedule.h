@@ -140,8 +140,10 @@ class Stage {
   // must be multiples of 8, its rows unpadded.
   void core_matrix_layout();
   // Stores the stage's shared buffer as 128-byte rows with their 16-byte chunks permuted by the
-  // row (ir::TileLayout), the layout wgmma reads with its 128-byte swizzle: rows of 64 16-bit
-  // elements (lowering checks), a multiple of 8 of them, unpadded.
+  // row (ir::TileLayout), the layout wgmma reads with its 128-byte swizzle: rows of whole 128-byte
+  // panels (64 16-bit elements; lowering checks), a multiple of 8 of them, unpadded. A row wider
+  // than a panel is stored panel after panel (an N-major K x N operand: wgmma's leading offset
+  // steps from one panel to the next).
   void swizzle_128b_layout();
 
  private:

@@ -158,22 +158,31 @@ class StorageFlattener : public StmtMutator {
     return plus_leading(b, idx, t, *rows * *cols, sum);
   }
 
-  // TileLayout::kSwizzle128B: the last two indices (r, c) of an [R, 64] matrix of 16-bit
-  // elements at r 64 + ((c / 8) xor (r % 8)) 8 + c % 8, the matrices before in row-major order.
+  // TileLayout::kSwizzle128B: the last two indices (r, c) of an [R, C] matrix whose rows are
+  // whole 128-byte panels of P elements (16 bytes a chunk of Q): panel by panel, each R rows of
+  // 128 bytes, at ((c / P) R + r) P + ((c % P / Q) xor (r % 8)) Q + c % Q, the matrices before in
+  // row-major order. A K-major tile is one panel wide; an N-major one (K x N) is N / P panels,
+  // each the 64 x 8 atoms wgmma reads with its leading offset between them.
   // The IR has no xor: of two 3-bit values it is the sum over bits b of 2^b ((x >> b) + (y >> b)) % 2.
   Expr swizzled_offset(const Buffer& b, const std::vector<Expr>& idx, DataType t) {
     const size_t nd = idx.size();
     const std::optional<int64_t> rows = as_const_int(b->shape[nd - 2]), cols = as_const_int(b->shape[nd - 1]);
-    KILN_CHECK(rows && cols && *rows % 8 == 0 && *cols * b->dtype.bytes() == 128)
-        << "buffer '" << b->name << "' swizzled in 128-byte rows is not rows of 128 bytes, a multiple of 8 of them";
+    const int64_t bytes = b->dtype.bytes(), panel = 128 / bytes, chunk = 16 / bytes;
+    KILN_CHECK(rows && cols && *rows % 8 == 0 && bytes <= 16 && *cols % panel == 0)
+        << "buffer '" << b->name << "' swizzled in 128-byte rows is not whole panels of 128-byte rows, 8 rows a group";
     KILN_CHECK(idx[nd - 1].dtype().is_scalar()) << "buffer '" << b->name << "' swizzled: a vector index";
     auto c = [&](int64_t v) { return make_int(t, v); };
-    const Expr r = to_index_type(idx[nd - 2], t), k = to_index_type(idx[nd - 1], t);
-    const Expr chunk = floordiv(k, c(8)), phase = floormod(r, c(8));
+    Expr r = to_index_type(idx[nd - 2], t);
+    const Expr k = to_index_type(idx[nd - 1], t);
+    // Every term but the last through the chunk's index q: a loop over a chunk's elements then
+    // leaves them one run of consecutive offsets (a vector copy).
+    const Expr q = floordiv(k, c(chunk));
+    const Expr chunk_of = *cols == panel ? q : floormod(q, c(panel / chunk)), phase = floormod(r, c(8));
     Expr swizzled;
     for (int64_t bit : {1, 2, 4})
-      swizzled = add_folded(swizzled, mul_folded(floormod(floordiv(chunk, c(bit)) + floordiv(phase, c(bit)), c(2)), c(bit)));
-    Expr sum = add(r * c(*cols) + swizzled * c(8), floormod(k, c(8)));
+      swizzled = add_folded(swizzled, mul_folded(floormod(floordiv(chunk_of, c(bit)) + floordiv(phase, c(bit)), c(2)), c(bit)));
+    if (*cols > panel) r = floordiv(q, c(panel / chunk)) * c(*rows) + r;
+    Expr sum = add(r * c(panel) + swizzled * c(chunk), floormod(k, c(chunk)));
     return plus_leading(b, idx, t, *rows * *cols, sum);
   }
 

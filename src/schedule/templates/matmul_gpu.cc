@@ -111,8 +111,11 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const bool tensor_core_default = mma && cuda && target.gpu.mma_m16n8k16();
   // With more buffers, a pipeline that many less one slices deep (cp.async keeps them in flight).
   // Tensor cores take 3 by default (bench/gpu on an H200: the float16 GEMM 4096 1.09x faster
-  // than with 2, the 1024 1.04x); float32's 2 and 3 measured alike there.
-  const int buffers = static_cast<int>(cfg.define_knob("pipeline_stages", {2, 3, 4}, tensor_core_default ? 3 : 2));
+  // than with 2, the 1024 1.04x), 4 where they are Hopper's wgmma (629 TFLOP/s against 533 with
+  // 3; mma.sync's 342 and 339 alike: bench/gpu/results, 2026-11-27 run 11); float32's 2 and 3
+  // measured alike there.
+  const int stages0 = tensor_core_default ? (target.gpu.wgmma() ? 4 : 3) : 2;
+  const int buffers = static_cast<int>(cfg.define_knob("pipeline_stages", {2, 3, 4}, stages0));
   if (mma) {
     if (cfg.define_knob("tensor_core", {0, 1}, tensor_core_default) != 0) {
       // Other targets print the mma's reference loops (the OpenCL twin of the schedule).

@@ -162,18 +162,19 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   const bool wgmma_knobs = !cuda || target.gpu.wgmma();
   if (wgmma_knobs)
     cols = std::min<int64_t>(cols, cfg.define_knob("wgmma_n", {64, 128, 256}, std::max<int64_t>(64, cols)));
-  // Off by default: on an H200 (bench/gpu/results, 2026-11-27 run 8) the float16 GEMM 4096 ran
-  // 203 TFLOP/s this way against mma.sync's 330 (its operands unswizzled, each K slice's wgmma
-  // waited for before the barrier, as wgmma_in_flight=0 does now); correct, and the tuner's to
-  // choose.
-  const bool warpgroups = wgmma_knobs && cfg.define_knob("warpgroup_mma", {0, 1}, 0) != 0;
+  // On by default where it fits: on an H200 (bench/gpu/results, 2026-11-27 run 11) the float16
+  // GEMM 4096 ran 629 TFLOP/s this way (4 stages, both operands swizzled, each slice's wgmma in
+  // flight) against mma.sync's 339 and cuBLAS's 578 in the same run.
+  const bool warpgroups = wgmma_knobs && cfg.define_knob("warpgroup_mma", {0, 1}, cuda && wgmma_fits) != 0;
   // Each K slice's wgmma left in flight while the next slice's are issued (wgmma_m64nNk16's
   // in_flight) where the pipeline has 3 or more buffers: one tile fewer loaded ahead. On by
-  // default, not yet measured against waiting for each slice (wgmma_in_flight=0).
+  // default: 629 TFLOP/s against 521 waiting for each slice (wgmma_in_flight=0), both with 4
+  // stages; with 3, 533 and 537 (run 11 as above).
   const bool in_flight_knob = wgmma_knobs && cfg.define_knob("wgmma_in_flight", {0, 1}, 1) != 0;
-  // K-major operand tiles (A; B where it is N x K) stored with wgmma's 128-byte swizzle where a
-  // K slice is 128 bytes, else in core matrices. On by default, not yet measured against them
-  // (wgmma_swizzle=0).
+  // Operand tiles stored with wgmma's 128-byte swizzle (K-major ones where a K slice is 128
+  // bytes, an N-major B where its columns are whole 128-byte panels), else in core matrices. On
+  // by default: 533 TFLOP/s (3 stages, run 11) against 190 with neither swizzled, and 239 with
+  // only A swizzled (run 9).
   const bool swizzle_knob = wgmma_knobs && cfg.define_knob("wgmma_swizzle", {0, 1}, 1) != 0;
   if (warpgroups) {
     KILN_USER_CHECK(wgmma_fits) << "matmul_tensorcore_gpu: warpgroup_mma=1, but M = " << m << " is not whole warpgroups of "
@@ -188,14 +189,20 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   const bool db = buffers >= 2 && k > bk;
   const bool wgmma_in_flight = warpgroups && db && buffers >= 3 && in_flight_knob;
   const int64_t in_bytes = anchor.op().input_tensors()[0].dtype().bytes();
-  const bool swizzled = warpgroups && swizzle_knob && bk * in_bytes == 128;
+  const bool swizzled_a = warpgroups && swizzle_knob && bk * in_bytes == 128;
   // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]), not
   // for wgmma's core matrices.
   const int64_t pad = warpgroups ? 0 : 16 / in_bytes;
   const int64_t b_tile = std::max(bk * (bn + pad), bn * (bk + pad));
   // The float32 staging tile, written after the K loop, takes the operand tiles' bytes
-  // (ir::plan_shared_storage): the block needs the larger of the two.
-  const int64_t shared = std::max((bm * (bk + pad) + b_tile) * in_bytes * (db ? buffers : 1), bm * bn * 4);
+  // (ir::plan_shared_storage): the block needs the larger of the two. Its rows padded by 8
+  // floats where they are whole 128-byte lines: a warp's 16 x 8 stores (mma_store_m16n8) put
+  // its eight rows in one bank otherwise, an 8-way conflict on every store (ncu, H200,
+  // 2026-11-27 run 9); 32 bytes spread each half warp's four rows over all 32 banks. The float16
+  // GEMM 4096 gained 2-3% (632 against 616 TFLOP/s with wgmma, 339 against 330 with mma.sync:
+  // runs 12 and 10). Narrower rows conflict less, unmeasured.
+  const int64_t staging_pad = cfg.define_knob("staging_pad", {0, 8}, bn * 4 % 128 == 0 ? 8 : 0);
+  const int64_t shared = std::max((bm * (bk + pad) + b_tile) * in_bytes * (db ? buffers : 1), bm * (bn + staging_pad) * 4);
   // Past the 48 KiB a CUDA block declares statically, its shared memory is dynamic (build_gpu).
   KILN_USER_CHECK(threads <= target.gpu.max_threads_per_block && shared <= target.gpu.max_dynamic_shared_bytes)
       << "matmul_tensorcore_gpu: " << wm << " x " << wn << " warps staging " << shared << " bytes exceeds the target's "
@@ -241,6 +248,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   acc.unroll(fi);
   acc.unroll(fj);
   acc.tensorize(i16, mma_store_m16n8());
+  if (staging_pad) acc.pad_rows(staging_pad);
 
   // Each warp's product, K slice by K slice, 16 deep per mma.
   Stage f = s[frag];
@@ -268,7 +276,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   for (const te::Tensor& t : {a_sh, b_sh}) {
     s[t].compute_at(f, ko);
     const bool k_major = t.same_as(a_sh) || !b_kn;
-    if (swizzled && k_major) {
+    if (k_major ? swizzled_a : warpgroups && swizzle_knob && bn * in_bytes % 128 == 0) {
       fetch(s[t], wm, 1, 8);
       s[t].swizzle_128b_layout();
     } else if (warpgroups) {
