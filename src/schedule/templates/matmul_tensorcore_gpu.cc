@@ -199,8 +199,8 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   // floats where they are whole 128-byte lines: a warp's 16 x 8 stores (mma_store_m16n8) put
   // its eight rows in one bank otherwise, an 8-way conflict on every store (ncu, H200,
   // 2026-11-27 run 9); 32 bytes spread each half warp's four rows over all 32 banks. The float16
-  // GEMM 4096 gained 2-3% (632 against 616 TFLOP/s with wgmma, 339 against 330 with mma.sync:
-  // runs 12 and 10). Narrower rows conflict less, unmeasured.
+  // GEMM 4096 gained 2-3% (632 against 616 TFLOP/s with wgmma in run 12, 342 against 330 with
+  // mma.sync in run 10). Narrower rows conflict less, unmeasured.
   const int64_t staging_pad = cfg.define_knob("staging_pad", {0, 8}, bn * 4 % 128 == 0 ? 8 : 0);
   const int64_t shared = std::max((bm * (bk + pad) + b_tile) * in_bytes * (db ? buffers : 1), bm * (bn + staging_pad) * 4);
   // Past the 48 KiB a CUDA block declares statically, its shared memory is dynamic (build_gpu).
