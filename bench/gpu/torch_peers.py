@@ -39,6 +39,7 @@ def end_to_end(fn, x, repeat):
 def models():
     import torchvision
     yield "mobilenet_v2", torchvision.models.mobilenet_v2(), torch.randn(1, 3, 224, 224)
+    yield "mobilenet_v2_fp16", torchvision.models.mobilenet_v2().half(), torch.randn(1, 3, 224, 224).half()
     yield "squeezenet1_1", torchvision.models.squeezenet1_1(), torch.randn(1, 3, 224, 224)
     yield "resnet18", torchvision.models.resnet18(), torch.randn(1, 3, 224, 224)
     yield "resnet18_b32", torchvision.models.resnet18(), torch.randn(32, 3, 224, 224)
