@@ -20,7 +20,6 @@ const char* layout_suffix(TileLayout layout) {
   return "";
 }
 
-
 // Binding strength of infix operators; higher binds tighter.
 int precedence(ExprKind k) {
   switch (k) {

@@ -1,8 +1,9 @@
 // flatten_storage: printed IR before/after, and buffer identity after flattening.
 #include <catch2/catch.hpp>
 
-#include <array>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "kiln/ir/functor.h"
 #include "kiln/ir/printer.h"
@@ -31,6 +32,22 @@ std::set<const BufferNode*> buffers_used(const Stmt& s) {
   } c;
   c.visit_stmt(s);
   return c.seen;
+}
+
+// A float16 shared tile of `shape` laid out by `layout`.
+Buffer tile(const std::string& name, std::vector<Expr> shape, TileLayout layout) {
+  auto node = std::make_shared<BufferNode>(*Buffer::make(name, DataType::f16(), std::move(shape), "shared").get());
+  node->layout = layout;
+  return Buffer(std::move(node));
+}
+
+// The flattened, simplified text of a function that stores t at each index of `at` into O[i].
+std::string flattened_reads(const Buffer& t, const std::vector<std::vector<int>>& at) {
+  const Buffer out = Buffer::make("O", DataType::f16(), {static_cast<int64_t>(at.size())});
+  std::vector<Stmt> stores;
+  for (size_t i = 0; i < at.size(); ++i)
+    stores.push_back(buffer_store(out, buffer_load(t, std::vector<Expr>(at[i].begin(), at[i].end())), {int(i)}));
+  return to_string(simplify(flatten_storage(PrimFunc{"reads", {out}, allocate(t, seq(stores))})));
 }
 
 }  // namespace
@@ -178,9 +195,7 @@ TEST_CASE("flatten: a rank-0 buffer becomes one element at index 0", "[flatten]"
 TEST_CASE("flatten: a buffer in core matrices lays each 8 x 8 block out contiguously", "[flatten]") {
   // [2, 16, 24] float16 in core matrices: matrix n of 16 x 24 at n * 384, element (r, c) at
   // ((r / 8) * 3 + c / 8) * 64 + (r % 8) * 8 + c % 8.
-  auto node = std::make_shared<BufferNode>(*Buffer::make("S", DataType::f16(), {2, 16, 24}, "shared").get());
-  node->layout = TileLayout::kCoreMatrices;
-  const Buffer s(std::move(node));
+  const Buffer s = tile("S", {2, 16, 24}, TileLayout::kCoreMatrices);
   const Buffer out = Buffer::make("O", DataType::f16(), {1});
   Stmt body = allocate(s, seq({buffer_store(s, make_zero(DataType::f16()), {1, 9, 10}),
                                buffer_store(out, buffer_load(s, {0, 7, 23}), {0})}));
@@ -196,43 +211,26 @@ TEST_CASE("flatten: a buffer in core matrices lays each 8 x 8 block out contiguo
 TEST_CASE("flatten: a 128-byte swizzled tile permutes each row's 16-byte chunks by the row", "[flatten]") {
   // [2, 16, 64] float16 swizzled: matrix n at n * 1024, element (r, c) at
   // r * 64 + ((c / 8) ^ (r % 8)) * 8 + c % 8, the pattern wgmma's 128-byte swizzle reads.
-  auto node = std::make_shared<BufferNode>(*Buffer::make("S", DataType::f16(), {2, 16, 64}, "shared").get());
-  node->layout = TileLayout::kSwizzle128B;
-  const Buffer s(std::move(node));
-  const Buffer out = Buffer::make("O", DataType::f16(), {3});
-  const std::vector<std::array<int, 3>> at = {{1, 9, 10}, {0, 7, 23}, {0, 3, 60}, {1, 14, 33}};
-  std::vector<Stmt> stores;
-  for (size_t i = 0; i < at.size(); ++i)
-    stores.push_back(buffer_store(out, buffer_load(s, {at[i][0], at[i][1], at[i][2]}), {int(i)}));
-  PrimFunc g = simplify(flatten_storage(PrimFunc{"swizzled", {out}, allocate(s, seq(stores))}));
-  const std::string text = to_string(g);
+  const std::vector<std::vector<int>> at = {{1, 9, 10}, {0, 7, 23}, {0, 3, 60}, {1, 14, 33}};
+  const std::string text = flattened_reads(tile("S", {2, 16, 64}, TileLayout::kSwizzle128B), at);
   INFO(text);
   for (size_t i = 0; i < at.size(); ++i) {
-    const auto [n, r, c] = at[i];
+    const int n = at[i][0], r = at[i][1], c = at[i][2];
     const int want = n * 1024 + r * 64 + ((c / 8) ^ (r % 8)) * 8 + c % 8;
     CHECK_THAT(text, Catch::Matchers::Contains("O[" + std::to_string(i) + "] = S[" + std::to_string(want) + "]"));
   }
   CHECK_THAT(text, Catch::Matchers::Contains("allocate S: float16[2048], shared, swizzle_128b\n"));
   // Rows of 2 panels (an N-major K x N tile, [16, 128]): panel p's 16 rows of 64 at p * 1024,
   // each swizzled as above, wgmma's leading offset (16 x 128 bytes) from one panel to the next.
-  auto two = std::make_shared<BufferNode>(*Buffer::make("P", DataType::f16(), {16, 128}, "shared").get());
-  two->layout = TileLayout::kSwizzle128B;
-  const Buffer pb(std::move(two));
-  const std::vector<std::array<int, 2>> in_panels = {{9, 10}, {7, 70}, {3, 127}, {14, 64}};
-  std::vector<Stmt> reads;
-  for (size_t i = 0; i < in_panels.size(); ++i)
-    reads.push_back(buffer_store(out, buffer_load(pb, {in_panels[i][0], in_panels[i][1]}), {int(i)}));
-  const std::string panels = to_string(simplify(flatten_storage(PrimFunc{"panels", {out}, allocate(pb, seq(reads))})));
+  const std::vector<std::vector<int>> in_panels = {{9, 10}, {7, 70}, {3, 127}, {14, 64}};
+  const std::string panels = flattened_reads(tile("P", {16, 128}, TileLayout::kSwizzle128B), in_panels);
   INFO(panels);
   for (size_t i = 0; i < in_panels.size(); ++i) {
-    const auto [r, c] = in_panels[i];
+    const int r = in_panels[i][0], c = in_panels[i][1];
     const int want = (c / 64) * 1024 + r * 64 + ((c % 64 / 8) ^ (r % 8)) * 8 + c % 8;
     CHECK_THAT(panels, Catch::Matchers::Contains("O[" + std::to_string(i) + "] = P[" + std::to_string(want) + "]"));
   }
   // Rows of other than whole 128-byte panels are refused, naming the buffer.
-  auto wide = std::make_shared<BufferNode>(*Buffer::make("W", DataType::f16(), {8, 32}, "shared").get());
-  wide->layout = TileLayout::kSwizzle128B;
-  const Buffer w(std::move(wide));
-  CHECK_THROWS_WITH(flatten_storage(PrimFunc{"w", {out}, allocate(w, buffer_store(out, buffer_load(w, {1, 2}), {0}))}),
+  CHECK_THROWS_WITH(flattened_reads(tile("W", {8, 32}, TileLayout::kSwizzle128B), {{1, 2}}),
                     Catch::Matchers::Contains("buffer 'W' swizzled in 128-byte rows is not whole panels of 128-byte rows"));
 }

@@ -189,7 +189,10 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   const bool db = buffers >= 2 && k > bk;
   const bool wgmma_in_flight = warpgroups && db && buffers >= 3 && in_flight_knob;
   const int64_t in_bytes = anchor.op().input_tensors()[0].dtype().bytes();
-  const bool swizzled_a = warpgroups && swizzle_knob && bk * in_bytes == 128;
+  // The swizzle's rows are 128 bytes: a K-major tile's K slice, or whole panels of an N-major
+  // tile's columns.
+  const bool swizzle_k_major = warpgroups && swizzle_knob && bk * in_bytes == 128;
+  const bool swizzle_n_major = warpgroups && swizzle_knob && bn * in_bytes % 128 == 0;
   // The operand tiles with their rows padded (below; B's tile is [bk, bn] or [bn, bk]), not
   // for wgmma's core matrices.
   const int64_t pad = warpgroups ? 0 : 16 / in_bytes;
@@ -276,7 +279,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   for (const te::Tensor& t : {a_sh, b_sh}) {
     s[t].compute_at(f, ko);
     const bool k_major = t.same_as(a_sh) || !b_kn;
-    if (k_major ? swizzled_a : warpgroups && swizzle_knob && bn * in_bytes % 128 == 0) {
+    if (k_major ? swizzle_k_major : swizzle_n_major) {
       fetch(s[t], wm, 1, 8);
       s[t].swizzle_128b_layout();
     } else if (warpgroups) {
