@@ -170,8 +170,9 @@ static_assert(HWCAP_ASIMDDP == (1ul << 20) && HWCAP_SVE == (1ul << 22) && HWCAP2
               "kAarch64Features disagrees with asm/hwcap.h");
 #endif
 
-// Key features a -mcpu name implies (enough to refuse the common mismatches: AVX, AVX2/FMA,
-// AVX-512). Names LLVM knows but this table does not imply nothing.
+// Key features a -mcpu name implies (enough to refuse the common mismatches: AVX, AVX2/FMA, the
+// AVX-512 generations). A CPU takes the features of every line that names it; names LLVM knows
+// but this table does not imply nothing.
 struct CpuImplies {
   const char* cpus;
   const char* features;
@@ -183,7 +184,20 @@ const CpuImplies kCpuImplies[] = {
      "avx avx2 fma"},
     {" x86-64-v4 knl knm skylake-avx512 cascadelake cooperlake cannonlake icelake-client icelake-server tigerlake "
      "rocketlake sapphirerapids emeraldrapids graniterapids znver4 ",
-     "avx avx2 fma avx512f"},
+     "avx avx2 fma avx512f avx512cd"},
+    // What later AVX-512 parts add, and LLVM uses for them unasked: code for znver4 may hold
+    // VNNI's vpdpbusd (int8 kernels) and byte/word ops, which a Skylake-SP does not have.
+    {" x86-64-v4 skylake-avx512 cascadelake cooperlake cannonlake icelake-client icelake-server tigerlake rocketlake "
+     "sapphirerapids emeraldrapids graniterapids znver4 ",
+     "avx512bw avx512dq avx512vl"},
+    {" cascadelake cooperlake icelake-client icelake-server tigerlake rocketlake sapphirerapids emeraldrapids "
+     "graniterapids znver4 ",
+     "avx512vnni"},
+    {" cannonlake icelake-client icelake-server tigerlake rocketlake sapphirerapids emeraldrapids graniterapids znver4 ",
+     "avx512vbmi avx512ifma"},
+    {" icelake-client icelake-server tigerlake rocketlake sapphirerapids emeraldrapids graniterapids znver4 ",
+     "avx512vbmi2 avx512bitalg avx512vpopcntdq gfni vaes vpclmulqdq"},
+    {" cooperlake sapphirerapids emeraldrapids graniterapids znver4 ", "avx512bf16"},
     // AArch64: of kAarch64Features, what LLVM 16's subtarget for each CPU reports
     // (MCSubtargetInfo::checkFeatures), leaving out ssbs, sb, flagm, fptoint and rand, which the
     // kernels never need.
@@ -286,8 +300,9 @@ std::string target_incompatibility(const std::string& target, const CpuFeatures&
   }
   for (const CpuImplies& ci : kCpuImplies) {
     if (mcpu.empty() || std::string(ci.cpus).find(" " + mcpu + " ") == std::string::npos) continue;
+    // As in LLVM, -avx512f turns off every AVX-512 extension with it.
     for (const std::string& f : split(ci.features, ' '))
-      if (!disabled.count(f)) enabled.insert(f);
+      if (!disabled.count(f) && !(f.rfind("avx512", 0) == 0 && disabled.count("avx512f"))) enabled.insert(f);
   }
   const std::vector<std::string>& known = checkable_cpu_features(cpu.arch);
   std::string missing;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "test_codegen_util.h"
@@ -90,12 +91,18 @@ TEST_CASE("select does not load what it does not choose", "[codegen]") {
   Stmt vector = for_loop(v, 0, (n + lanes) / lanes, ForKind::Serial,
                          buffer_store(b, select(r < broadcast(Expr(n), lanes), buffer_load(a, {r}), broadcast(Expr(-1.f), lanes)),
                                       {r + (n + lanes)}));
+  for (const Target& target : test::inspected_targets()) {
+    codegen::BuildOptions o;
+    o.opt_level = 0;
+    INFO(target.cpu);
+    CHECK(test::contains(test::build({prim_func("guarded", {a, b}, seq({scalar, vector}))}, target, o).llvm_ir(),
+                         "llvm.masked.load"));
+  }
   for (int opt : {0, 3}) {
     codegen::BuildOptions o;
     o.opt_level = opt;
-    auto m = test::build({prim_func("guarded", {a, b}, seq({scalar, vector}))}, Target::host(), o);
     // At O3 LLVM unrolls the loop and drops the masks of all-true/all-false iterations.
-    if (opt == 0) REQUIRE(test::contains(m.llvm_ir(), "llvm.masked.load"));
+    auto m = test::build({prim_func("guarded", {a, b}, seq({scalar, vector}))}, Target::host(), o);
     NDArray B = NDArray::zeros({2 * (n + lanes)}, runtime::dtype_f32());
     void* args[] = {a_data, B.raw_data()};
     REQUIRE(m.get_function("guarded")(args, 2) == 0);
@@ -122,9 +129,13 @@ TEST_CASE("select of loads provably in bounds stays a branch-free select", "[cod
                                       {r + n}));
   codegen::BuildOptions o;
   o.opt_level = 0;
+  for (const Target& target : test::inspected_targets()) {
+    INFO(target.cpu);
+    auto built = test::build({prim_func("safe_select", {a, b}, seq({scalar, vector}))}, target, o);
+    CHECK_FALSE(test::contains(built.llvm_ir(), "sel.true"));
+    CHECK_FALSE(test::contains(built.llvm_ir(), "masked.load"));
+  }
   auto m = test::build({prim_func("safe_select", {a, b}, seq({scalar, vector}))}, Target::host(), o);
-  CHECK_FALSE(test::contains(m.llvm_ir(), "sel.true"));
-  CHECK_FALSE(test::contains(m.llvm_ir(), "masked.load"));
   std::vector<float> av(n);
   for (int k = 0; k < n; ++k) av[k] = float(k % 5) - 2.f;
   NDArray B = NDArray::zeros({2 * n}, runtime::dtype_f32());
@@ -173,12 +184,7 @@ TEST_CASE("save_object writes a relocatable ELF that links into a shared library
   std::system(("rm -rf " + dir).c_str());
 }
 
-TEST_CASE("a vector multiply-add kernel uses AVX-512 FMAs", "[codegen]") {
-  Target host = Target::host();
-  if (!host.has_feature("avx512f") || !host.has_feature("fma")) {
-    WARN("host lacks avx512f/fma (" << host.cpu << "); skipping the zmm/vfmadd check");
-    return;
-  }
+TEST_CASE("a vector multiply-add kernel uses each target's FMAs at its vector width", "[codegen]") {
   const int n = 256, lanes = 16;
   Buffer a = flat_buffer("A", DataType::f32(), n), b = flat_buffer("B", DataType::f32(), n),
          c = flat_buffer("C", DataType::f32(), n);
@@ -187,15 +193,29 @@ TEST_CASE("a vector multiply-add kernel uses AVX-512 FMAs", "[codegen]") {
   // Written as a separate multiply and add: the `contract` flag must let LLVM fuse them.
   Stmt body = for_loop(v, 0, n / lanes, ForKind::Serial,
                        buffer_store(c, buffer_load(a, {r}) * buffer_load(b, {r}) + buffer_load(c, {r}), {r}));
-  auto m = test::build({prim_func("vfma", {a, b, c}, body)}, host);
-  std::string s = m.assembly();
-  REQUIRE(test::contains(s, "zmm"));
-  REQUIRE(test::contains(s, "vfmadd"));
+  // Each named target's FMA and registers: AVX2's ymm, AVX-512's zmm, NEON's fmla on v
+  // registers; x86-64-v2 (SSE4.2) has no FMA, so its multiply and add stay apart.
+  const std::map<std::string, std::vector<std::string>> want = {{"x86-64-v2", {"mulps", "addps"}},
+                                                                {"x86-64-v3", {"ymm", "vfmadd"}},
+                                                                {"znver4", {"zmm", "vfmadd"}},
+                                                                {"neoverse-n1", {"fmla", ".4s"}}};
   std::vector<float> av(n), bv(n), cv(n);
   for (int i = 0; i < n; ++i) av[i] = 0.1f * i, bv[i] = 3.f - 0.01f * i, cv[i] = float(i % 7);
-  NDArray C = array_for(c, cv);
-  test::run(m, "vfma", {array_for(a, av), array_for(b, bv), C});
-  for (int i = 0; i < n; ++i) REQUIRE(C.data<float>()[i] == std::fma(av[i], bv[i], cv[i]));
+  for (const Target& target : test::inspected_targets()) {
+    INFO(target.cpu);
+    auto m = test::build({prim_func("vfma", {a, b, c}, body)}, target);
+    const std::string s = m.assembly();
+    for (const std::string& w : want.at(target.cpu)) CHECK(test::contains(s, w));
+    CHECK(test::contains(s, "zmm") == (target.cpu == "znver4"));
+    if (!test::runs_here(target)) continue;
+    NDArray C = array_for(c, cv);
+    test::run(m, "vfma", {array_for(a, av), array_for(b, bv), C});
+    for (int i = 0; i < n; ++i) {
+      volatile float product = av[i] * bv[i];  // rounded apart, whatever this file's compiler contracts
+      const float fused = std::fma(av[i], bv[i], cv[i]), apart = product + cv[i];
+      REQUIRE(C.data<float>()[i] == (target.facts.fma ? fused : apart));
+    }
+  }
 }
 
 TEST_CASE("argument mismatches name the parameter", "[codegen]") {
@@ -270,12 +290,15 @@ TEST_CASE("dump options print the LLVM IR and assembly", "[codegen]") {
   codegen::BuildOptions o;
   o.dump_llvm_ir = true;
   o.dump_asm = true;
-  std::ostringstream captured;
-  std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
-  auto m = test::build({prim_func("dumped", {a}, buffer_store(a, Expr(1.f), {Expr(0)}))}, Target::host(), o);
-  std::cerr.rdbuf(old);
-  REQUIRE(test::contains(captured.str(), "define i32 @dumped(ptr"));
-  REQUIRE(test::contains(captured.str(), "dumped:"));  // the assembly label
+  for (const Target& target : test::inspected_targets()) {
+    INFO(target.cpu);
+    std::ostringstream captured;
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    auto m = test::build({prim_func("dumped", {a}, buffer_store(a, Expr(1.f), {Expr(0)}))}, target, o);
+    std::cerr.rdbuf(old);
+    CHECK(test::contains(captured.str(), "define i32 @dumped(ptr"));
+    CHECK(test::contains(captured.str(), "dumped:"));  // the assembly label
+  }
 }
 
 TEST_CASE("fast_math builds and computes the same simple results", "[codegen]") {
@@ -284,11 +307,14 @@ TEST_CASE("fast_math builds and computes the same simple results", "[codegen]") 
   Var i("i");
   codegen::BuildOptions o;
   o.fast_math = true;
-  auto m = test::build({prim_func("sum", {a, c}, seq({buffer_store(c, Expr(0.f), {Expr(0)}),
-                                                         for_loop(i, 0, n, ForKind::Serial,
-                                                                  buffer_store(c, buffer_load(c, {Expr(0)}) + buffer_load(a, {i}), {Expr(0)}))}))},
-                          Target::host(), o);
-  REQUIRE(test::contains(m.llvm_ir(), "reassoc"));
+  const Stmt body = seq({buffer_store(c, Expr(0.f), {Expr(0)}),
+                         for_loop(i, 0, n, ForKind::Serial,
+                                  buffer_store(c, buffer_load(c, {Expr(0)}) + buffer_load(a, {i}), {Expr(0)}))});
+  for (const Target& target : test::inspected_targets()) {
+    INFO(target.cpu);
+    CHECK(test::contains(test::build({prim_func("sum", {a, c}, body)}, target, o).llvm_ir(), "reassoc"));
+  }
+  auto m = test::build({prim_func("sum", {a, c}, body)}, Target::host(), o);
   std::vector<float> av(n);
   for (int k = 0; k < n; ++k) av[k] = float(k);  // exact in any order
   NDArray C = NDArray::zeros({1}, runtime::dtype_f32());

@@ -47,8 +47,11 @@ TEST_CASE("parallel loop writes every element at several thread counts", "[codeg
                                                          cast(DataType::f32(), i),
                                                   {j * n + i}))),
                    for_loop(i, rows * n, 5, ForKind::Parallel, buffer_store(c, cast(DataType::f32(), i), {i}))});
+  for (const Target& target : test::inspected_targets()) {
+    INFO(target.cpu);
+    CHECK(test::contains(test::build({prim_func("par", {a, c}, body)}, target).llvm_ir(), "@kiln_parallel_for"));
+  }
   auto m = test::build({prim_func("par", {a, c}, body)});
-  REQUIRE(test::contains(m.llvm_ir(), "@kiln_parallel_for"));
   auto av = ramp_floats(n, 3.f);
   for (int threads : {1, 2, 3, 7}) {
     kiln_set_num_threads(threads);
@@ -74,9 +77,12 @@ TEST_CASE("parallel loop nested in a parallel loop runs serially inside", "[code
   Var r("r"), k("k");
   Stmt body = for_loop(r, 0, rows, ForKind::Parallel,
                        for_loop(k, 0, cols, ForKind::Parallel, buffer_store(c, r * 1000 + k, {r * cols + k})));
-  auto m = test::build({prim_func("nested", {c}, body)});
   // One fork/join site: the inner loop is a plain loop inside the outlined body.
-  REQUIRE(count(m.llvm_ir(), "call i32 @kiln_parallel_for") == 1);
+  for (const Target& target : test::inspected_targets()) {
+    INFO(target.cpu);
+    CHECK(count(test::build({prim_func("nested", {c}, body)}, target).llvm_ir(), "call i32 @kiln_parallel_for") == 1);
+  }
+  auto m = test::build({prim_func("nested", {c}, body)});
   NDArray C = NDArray::zeros({rows * cols}, runtime::dtype_i32());
   test::run(m, "nested", {C});
   for (int x = 0; x < rows; ++x)
@@ -105,7 +111,11 @@ TEST_CASE("reduction into a local allocation lives in registers", "[codegen]") {
   auto serial = test::build({prim_func("gemv_serial", {a, b, c}, make(ForKind::Serial))});
   auto parallel = test::build({prim_func("gemv_parallel", {a, b, c}, make(ForKind::Parallel))});
   // SROA promoted the accumulator: no stack memory left in the optimized kernel.
-  REQUIRE_FALSE(test::contains(serial.llvm_ir(), "alloca"));
+  for (const Target& target : test::inspected_targets()) {
+    INFO(target.cpu);
+    CHECK_FALSE(test::contains(test::build({prim_func("gemv_serial", {a, b, c}, make(ForKind::Serial))}, target).llvm_ir(),
+                               "alloca"));
+  }
 
   auto av = ramp_floats(m_rows * kdim, 1.f), bv = ramp_floats(kdim * lanes, 2.f);
   for (auto* mod : {&serial, &parallel}) {
@@ -137,9 +147,13 @@ TEST_CASE("large allocations go to the heap, also inside parallel bodies", "[cod
       r, 0, n / 100, ForKind::Parallel,
       allocate(t, seq({for_loop(j, 0, 100, ForKind::Serial, buffer_store(t, buffer_load(a, {r * 100 + j}) + 1.f, {j})),
                        for_loop(j, 0, 100, ForKind::Serial, buffer_store(c, buffer_load(t, {99 - j}), {n + r * 100 + j}))})));
+  for (const Target& target : test::inspected_targets()) {
+    INFO(target.cpu);
+    const std::string ir = test::build({prim_func("heap", {a, c}, seq({first, second}))}, target).llvm_ir();
+    CHECK(test::contains(ir, "@posix_memalign"));
+    CHECK(test::contains(ir, "@free"));
+  }
   auto m = test::build({prim_func("heap", {a, c}, seq({first, second}))});
-  REQUIRE(test::contains(m.llvm_ir(), "@posix_memalign"));
-  REQUIRE(test::contains(m.llvm_ir(), "@free"));
   auto av = ramp_floats(n, 5.f);
   NDArray C = NDArray::zeros({2 * n}, runtime::dtype_f32());
   test::run(m, "heap", {array_for(a, av), C});

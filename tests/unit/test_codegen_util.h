@@ -7,6 +7,7 @@
 #include "kiln/codegen/build.h"
 #include "kiln/ir/expr.h"
 #include "kiln/ir/stmt.h"
+#include "kiln/runtime/cpu_features.h"
 #include "kiln/runtime/ndarray.h"
 
 namespace kiln::test {
@@ -22,6 +23,28 @@ inline ir::PrimFunc prim_func(const std::string& name, std::vector<ir::Buffer> p
   f.params = std::move(params);
   f.body = std::move(body);
   return f;
+}
+
+// The CPU targets a test that inspects generated code (LLVM IR, assembly, loop metadata) checks,
+// named so that what it checks does not depend on the machine the suite runs on: x86-64 at the
+// SSE4.2 and AVX2 levels, an AVX-512 CPU (with VNNI and mask registers), and aarch64 NEON with
+// the dot product. Code that must also run is run only where runs_here() says so: an AVX2
+// machine inspects AVX-512 code, an AVX-512 machine AVX2 code, either aarch64 code.
+inline const std::vector<std::string>& inspected_target_specs() {
+  static const std::vector<std::string> specs = {"llvm -mcpu=x86-64-v2", "llvm -mcpu=x86-64-v3", "llvm -mcpu=znver4",
+                                                 "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"};
+  return specs;
+}
+inline std::vector<Target> inspected_targets() {
+  std::vector<Target> targets;
+  for (const std::string& spec : inspected_target_specs()) targets.push_back(Target::parse(spec));
+  return targets;
+}
+
+// Whether this machine runs code built for `t`: the module loader's own check (same
+// architecture, every feature the target's CPU and -mattr imply present).
+inline bool runs_here(const Target& t) {
+  return runtime::target_incompatibility(t.str(), runtime::host_cpu_features()).empty();
 }
 
 // codegen::build without the IR passes: these tests hand the LLVM code generator exactly the

@@ -54,10 +54,19 @@ TEST_CASE("target compatibility: features, implied CPU features, architecture", 
              Catch::Contains("with features this machine lacks: avx512bw, avx512f"));
   SECTION("a CPU name implies its features unless -mattr turns them off") {
     CHECK_THAT(target_incompatibility("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512", avx2_only),
-               Catch::Contains("CPU 'skylake-avx512' with features this machine lacks: avx512f"));
+               Catch::Contains("CPU 'skylake-avx512' with features this machine lacks: avx512bw, avx512cd, avx512dq, "
+                               "avx512f, avx512vl"));
     CHECK(target_incompatibility("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512 -mattr=-avx512f", avx2_only) ==
           "");
     CHECK(target_incompatibility("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=haswell", avx2_only) == "");
+  }
+  SECTION("later AVX-512 parts imply what LLVM uses on them: znver4 code is refused on a Skylake-SP") {
+    CpuFeatures skylake_sp = avx2_only;
+    skylake_sp.features.insert({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"});
+    CHECK(target_incompatibility("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=skylake-avx512", skylake_sp) == "");
+    CHECK_THAT(target_incompatibility("llvm -mtriple=x86_64-pc-linux-gnu -mcpu=znver4", skylake_sp),
+               Catch::Contains("CPU 'znver4' with features this machine lacks: avx512bf16, avx512bitalg, avx512ifma, "
+                               "avx512vbmi, avx512vbmi2, avx512vnni, avx512vpopcntdq, gfni, vaes, vpclmulqdq"));
   }
   SECTION("the last mention of a feature wins, as in LLVM") {
     CHECK(target_incompatibility("llvm -mattr=+avx512f,-avx512f", avx2_only) == "");
