@@ -7,7 +7,8 @@
 # .npy files: kiln-runner's input and output format; kiln check/run exchange them with it.
 add_library(kiln_npy STATIC tools/runner/npy.cc)
 target_include_directories(kiln_npy PUBLIC tools/runner)
-target_link_libraries(kiln_npy PUBLIC kiln_runtime)  # dlpack.h, through the runtime's include path
+# It needs dlpack.h alone and links no runtime: kiln-runner links libkiln_runtime.so, the kiln
+# CLI libkiln_runtime_cxx.so, and a process must not load both.
 target_link_libraries(kiln_cli PRIVATE kiln_npy)
 
 # kiln-runner for this machine: links only the runtime (no LLVM, protobuf or XGBoost).

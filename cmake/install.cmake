@@ -11,7 +11,7 @@
 # tests are tests/install.cmake.
 include(CMakePackageConfigHelpers)
 
-set(KILN_EXPORTED_TARGETS kiln_runtime kiln_runtime_static kiln_device kiln_support kiln_target kiln_ir kiln_te
+set(KILN_EXPORTED_TARGETS kiln_runtime kiln_runtime_static kiln_runtime_cxx kiln_device kiln_support kiln_target kiln_ir kiln_te
                           kiln_schedule kiln_codegen kiln_relay kiln_lower kiln_compiler kiln_autotune)
 set(KILN_COMPILER_LIBRARIES kiln_target kiln_ir kiln_te kiln_schedule kiln_codegen kiln_relay kiln_lower
                             kiln_compiler kiln_autotune)

@@ -31,7 +31,7 @@ kiln_fuzzer(onnx_import onnx_import.cc kiln_relay)  # bytes -> importer -> graph
 kiln_fuzzer(tensor_pb tensor_pb.cc kiln_relay)      # the .pb TensorProto reader of kiln run/check
 kiln_fuzzer(npy npy.cc kiln_npy)                    # the .npy reader of kiln-runner and kiln check
 kiln_fuzzer(tuning_log tuning_log.cc kiln_autotune kiln_target)  # read_log and what --tuning-log does with it
-kiln_fuzzer(module_data module_data.cc kiln_runtime)  # a module's version, target, plan and weights: validate_module_data
+kiln_fuzzer(module_data module_data.cc kiln_runtime_cxx)  # a module's version, target, plan and weights: validate_module_data
 
 # The fuzzers' names, for bench/fuzz.sh.
 get_property(kiln_fuzzer_names GLOBAL PROPERTY KILN_FUZZERS)

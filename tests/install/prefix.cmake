@@ -9,7 +9,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install ${BUILD} --prefix ${PREFIX} failed (${rc}):\n${out}${err}")
 endif()
 
-foreach(f bin/kiln bin/kiln-runner lib/libkiln_runtime.so lib/libkiln_runtime.a lib/libkiln_device.so
+foreach(f bin/kiln bin/kiln-runner lib/libkiln_runtime.so lib/libkiln_runtime.a lib/libkiln_runtime_cxx.so lib/libkiln_device.so
           lib/libkiln_compiler.so lib/libkiln_autotune.so lib/cmake/kiln/kilnConfig.cmake
           lib/cmake/kiln/kilnConfigVersion.cmake lib/cmake/kiln/kilnTargets.cmake lib/pkgconfig/kiln-runtime.pc
           include/kiln/runtime/kiln_runtime.h include/kiln/compiler.h include/dlpack/dlpack.h)

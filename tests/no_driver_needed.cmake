@@ -1,0 +1,32 @@
+# The compiler never needs a GPU driver (docs/architecture.md, "Dependencies"): no kiln library or
+# executable records a driver library as needed. Only the device layer loads libcuda.so.1 or
+# libOpenCL.so.1, with dlopen, when a device is opened; a library that links one cannot start on
+# a machine without a GPU (the fuzzers, a clang or sanitizer build of kiln, the tests).
+#   cmake -DREADELF=<readelf> -DDIRS="<dir>;<dir>" -P no_driver_needed.cmake
+set(checked 0)
+set(bad "")
+foreach(dir ${DIRS})
+  file(GLOB files "${dir}/*")
+  foreach(f ${files})
+    if(IS_DIRECTORY "${f}" OR IS_SYMLINK "${f}")
+      continue()
+    endif()
+    execute_process(COMMAND ${READELF} -d "${f}" OUTPUT_VARIABLE dyn ERROR_QUIET RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0 OR NOT dyn MATCHES "NEEDED")
+      continue()  # not an ELF object with dependencies (a script, a data file)
+    endif()
+    math(EXPR checked "${checked} + 1")
+    string(REGEX MATCHALL "\\[(libcuda\\.so[^]]*|libOpenCL\\.so[^]]*|libnvidia-[^]]*)\\]" drivers "${dyn}")
+    if(drivers)
+      list(APPEND bad "${f}: ${drivers}")
+    endif()
+  endforeach()
+endforeach()
+if(bad)
+  list(JOIN bad "\n  " lines)
+  message(FATAL_ERROR "GPU driver libraries recorded as needed (only the device layer may load them, at run time):\n  ${lines}")
+endif()
+if(checked EQUAL 0)
+  message(FATAL_ERROR "no ELF files with dependencies found in ${DIRS}")
+endif()
+message(STATUS "${checked} kiln libraries and executables checked: none needs a GPU driver library")
