@@ -11,6 +11,7 @@
 #include "kiln/relay/printer.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"
+#include "kiln/support/grouped_names.h"
 #include "kiln/support/stage_dump.h"
 #include "kiln/te/count_flops.h"
 
@@ -39,16 +40,9 @@ void check_lowerings(const relay::FusedModule& m) {
       if (!lower::find_op_lowering(c->op_name())) missing[c->op_name()].push_back(c->name.empty() ? "?" : c->name);
     }
   if (missing.empty()) return;
-  std::string list;
-  for (const auto& [op, nodes] : missing) {
-    list += "\n  " + op + " (node" + (nodes.size() > 1 ? "s " : " ");
-    for (size_t i = 0; i < nodes.size() && i < 5; ++i) list += (i ? ", " : "") + nodes[i];
-    if (nodes.size() > 5) list += ", ... " + std::to_string(nodes.size()) + " in all";
-    list += ")";
-  }
   // Valid models using ops the library does not implement yet: "unsupported", not malformed.
   KILN_SUPPORTED(false) << "no kernel lowering for " << missing.size() << " op" << (missing.size() > 1 ? "s" : "")
-                        << ":" << list;
+                        << ":\n  " << support::grouped_names(missing, "node", "\n  ", "ops");
 }
 
 // What an error while lowering one group is about: "kernel fused_nn_relu_0 (nn.relu, node

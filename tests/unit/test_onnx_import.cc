@@ -267,8 +267,36 @@ TEST_CASE("unsupported operators are listed all at once, with their nodes", "[on
                          node("Gelu2", {"d"}, {"y"}, "g", {}, "com.vendor")},
                         {value("x", FLOAT, {2})}, {value("y", FLOAT, {})});
   REQUIRE_THROWS_AS(import(m), UnsupportedError);
-  REQUIRE_THROWS_WITH(import(m), "test model: unsupported ONNX operators (3 op types): FancyOp (nodes 'f1', "
+  REQUIRE_THROWS_WITH(import(m), "test model: unsupported ONNX operators (3 op types): FancyOp (2 nodes: 'f1', "
                                  "#3 (-> d)); StringNormalizer (node 'sn'); com.vendor.Gelu2 (node 'g')");
+}
+
+TEST_CASE("an unsupported operator on hundreds of nodes is named briefly: a few nodes and the count", "[onnx]") {
+  // A detector export's 180 NonZero nodes, and 12 more unknown op types of one node each.
+  std::vector<Pb> nodes;
+  std::string in = "x";
+  for (int i = 0; i < 180; ++i) {
+    std::string out = "nz" + std::to_string(i);
+    nodes.push_back(node("NonZero", {in}, {out}, i ? "/NonZero_" + std::to_string(i) : "/NonZero"));
+    in = out;
+  }
+  for (int i = 0; i < 12; ++i) {
+    std::string out = "f" + std::to_string(i);
+    nodes.push_back(node("Fancy" + std::string(1, char('A' + i)), {in}, {out}, "/fancy_" + std::to_string(i)));
+    in = out;
+  }
+  nodes.push_back(node("Identity", {in}, {"y"}));
+  std::string m = model(13, nodes, {value("x", FLOAT, {2})}, {value("y", FLOAT, {})});
+  std::string what;
+  try {
+    import(m);
+  } catch (const UnsupportedError& e) {
+    what = e.what();
+  }
+  CHECK_THAT(what, Catch::Contains("unsupported ONNX operators (13 op types): NonZero (180 nodes: '/NonZero', "
+                                   "'/NonZero_1', '/NonZero_2', ...); FancyA (node '/fancy_0'); FancyB"));
+  CHECK_THAT(what, Catch::EndsWith("; FancyG (node '/fancy_6'); and 5 more op types"));
+  CHECK(what.size() < 1000);
 }
 
 TEST_CASE("errors name the node, the op and the shapes", "[onnx]") {

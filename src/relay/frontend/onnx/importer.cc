@@ -9,6 +9,7 @@
 #include "kiln/relay/error.h"
 #include "kiln/relay/verify.h"
 #include "kiln/support/error.h"
+#include "kiln/support/grouped_names.h"
 
 namespace kiln::relay {
 
@@ -117,14 +118,7 @@ class Importer {
     if (missing.empty()) return;
     std::ostringstream os;
     os << origin_ << ": unsupported ONNX operator" << (missing.size() > 1 ? "s" : "") << " (" << missing.size()
-       << " op type" << (missing.size() > 1 ? "s" : "") << "): ";
-    bool first = true;
-    for (const auto& [op, nodes] : missing) {
-      os << (first ? "" : "; ") << op << " (node" << (nodes.size() > 1 ? "s" : "") << " ";
-      for (size_t i = 0; i < nodes.size(); ++i) os << (i ? ", " : "") << nodes[i];
-      os << ")";
-      first = false;
-    }
+       << " op type" << (missing.size() > 1 ? "s" : "") << "): " << support::grouped_names(missing, "node", "; ");
     throw UnsupportedError(os.str());
   }
 
