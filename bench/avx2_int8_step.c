@@ -2,7 +2,7 @@
 // chains of `vpmaddwd` alone, of `vfmadd231ps`, and of `vpmaddwd` + `vpaddd` (the int16-pair dot
 // kiln's AVX2 int8 kernels issue: 16 products a pair, where an FMA does 8). The ratio of the
 // last to the FMA loop's GMAC/s bounds what exact int8 convs can gain over float ones on a CPU
-// without VNNI (README, "Quantized models"). x86-64 with AVX2 only:
+// without VNNI (docs/performance.md, "Quantized models (int8)"). x86-64 with AVX2 only:
 //
 //   cc -O2 bench/avx2_int8_step.c -o /tmp/avx2_int8_step && /tmp/avx2_int8_step
 #include <stdio.h>

@@ -11,7 +11,7 @@
 // regions; Winograd's 3x3 convs stay NCHW either way); the layer's own kernel is timed, not
 // the layout transforms around it.
 //
-// Prints one line per layer: time, GFLOPS, percentage of the machine's fp32 peak (DESIGN.md:
+// Prints one line per layer: time, GFLOPS, percentage of the machine's fp32 peak (docs/performance.md, "Machines":
 // about 320 GFLOPS on 2 threads, 210 on one), GFLOPS per process CPU-second (less sensitive to a
 // loaded machine), and for convolutions and dense what repacking the weight on every call would
 // add (the timed kernels take it packed at compile time, lower::prepack_weights).

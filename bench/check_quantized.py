@@ -1,4 +1,4 @@
-"""kiln against ONNX Runtime on quantized models (made by bench/quantize_models.py): for every
+"""kiln against ONNX Runtime on quantized models (made by zoo/quantize_models.py): for every
 test_data_set (inputs and ORT's outputs), the same top-1 class and every output within one
 quantization step of the output scale (quant.json's output_step).
 

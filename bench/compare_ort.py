@@ -7,7 +7,7 @@ other users of the machine lands on all; the reported figure per side is the med
 medians. The ORT ratio is against the faster of the two ORT configurations.
 
 Models are case folders MODELS_DIR/NAME/model.onnx + test_data_set_0/input_N.pb (the layout of
-the ONNX backend tests, ../shared/models and bench/export_user_models.py). A peer that cannot
+the ONNX backend tests, ../shared/models and zoo/export_user_models.py). A peer that cannot
 load or run a model gets the reason in its table cell, and the run goes on.
 """
 import argparse
@@ -31,7 +31,7 @@ except ImportError as e:  # the table then says why in every OpenVINO cell
     ov, OV_IMPORT_ERROR = None, f"import openvino failed: {e}"
 
 MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "bert_mini"]
-# bench/quantize_models.py's int8 versions of the shared models (ONNX Runtime's quantizer).
+# zoo/quantize_models.py's int8 versions of the shared models (ONNX Runtime's quantizer).
 QUANTIZED = ["resnet18_int8", "mobilenet_v2_int8", "bert_mini_int8"]
 
 
@@ -42,7 +42,7 @@ def parse_args():
     p.add_argument("--models", help="comma-separated names under --models-dir "
                    f"(default: {','.join(MODELS)} for the shared models, else every case folder there)")
     p.add_argument("--quantized", action="store_true",
-                   help="also the int8 models bench/quantize_models.py makes from the shared ones with ONNX Runtime's "
+                   help="also the int8 models zoo/quantize_models.py makes from the shared ones with ONNX Runtime's "
                    "quantization tools, in ROOT/build/quantized (made when missing); their rows report kiln int8 "
                    "against ORT int8, and kiln fp32 / kiln int8 where the fp32 model was measured too")
     p.add_argument("--threads", type=int, default=2)
@@ -397,7 +397,7 @@ def main():
     if a.quantized:
         qdir = os.path.join(a.root, "build", "quantized")
         if not all(os.path.isfile(os.path.join(qdir, n, "model.onnx")) for n in QUANTIZED):
-            subprocess.run([sys.executable, os.path.join(a.root, "bench", "quantize_models.py"), "--out", qdir,
+            subprocess.run([sys.executable, os.path.join(a.root, "zoo", "quantize_models.py"), "--out", qdir,
                             "--sets", "1"], check=True)
         cases += [(n, os.path.join(qdir, n)) for n in QUANTIZED]
     for n, case in cases:

@@ -1,5 +1,5 @@
 # Coverage-guided fuzzers (issue 11: a malformed file is an error, never a crash). Off by default;
-# bench/fuzz.sh configures its own build with it:
+# fuzz/run.sh configures its own build with it:
 #   cmake -S . -B build-fuzz -DKILN_FUZZ=ON -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16
 # (Debian: clang-16 libclang-rt-16-dev, the LLVM of the rest of kiln). Included from the top
 # CMakeLists.txt before any target is defined, because every kiln library must be compiled with
@@ -24,7 +24,7 @@ add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-re
 add_link_options(-fsanitize=address,undefined)
 
 # kiln_fuzzer(NAME SOURCE LIBS...): the libFuzzer executable fuzz_NAME of SOURCE (which defines
-# LLVMFuzzerTestOneInput) linked with LIBS. bench/fuzz.sh runs every fuzzer declared this way,
+# LLVMFuzzerTestOneInput) linked with LIBS. fuzz/run.sh runs every fuzzer declared this way,
 # seeded from fuzz/seeds/NAME/ (small committed inputs) and from what fuzz/collect_seeds.sh
 # gathers for NAME out of the repository's models; fuzz/NAME.dict, if present, is its dictionary.
 # Adding a fuzzer is one call in fuzz/fuzzers.cmake (plus, optionally, seeds); SOURCE is

@@ -24,4 +24,4 @@ KILN_SANITIZER_HOOK const char* __tsan_default_options(void) { return "second_de
 /* Not suppressed, but to be avoided: XGBoost (the autotuner's cost model, uninstrumented) runs
  * OpenMP loops whose barriers TSan cannot see, so every buffer an OpenMP thread touches is
  * reported as a race inside XGBoost (262 reports in kiln_tests' [autotune] cases). Run TSan
- * builds with OMP_NUM_THREADS=1 (README, "Reliability"): then none is reported. */
+ * builds with OMP_NUM_THREADS=1 (docs/reliability.md, "Sanitizers"): then none is reported. */

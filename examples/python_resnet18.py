@@ -1,5 +1,5 @@
 # Compile resnet18 with kiln, run it on a NumPy image and on a PyTorch tensor (via DLPack, no copy),
-# compare both with ONNX Runtime. Needs: pip install . numpy torch onnxruntime (README, "Python").
+# compare both with ONNX Runtime. Needs: pip install . numpy torch onnxruntime (docs/python.md).
 import sys, numpy as np, onnxruntime as ort, torch, kiln
 path = sys.argv[1] if len(sys.argv) > 1 else "../shared/models/resnet18/model.onnx"
 model = kiln.compile(path)

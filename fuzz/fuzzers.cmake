@@ -1,6 +1,6 @@
 # The fuzz targets: included by cmake/fuzz.cmake (only with -DKILN_FUZZ=ON) at the end of the
 # top directory, when every library exists. `cmake --build build-fuzz --target kiln_fuzzers` builds
-# them; bench/fuzz.sh builds, seeds and runs them.
+# them; fuzz/run.sh builds, seeds and runs them.
 add_custom_target(kiln_fuzzers)
 
 # The layers link with --no-undefined in the normal build (the layering check needs it). Here
@@ -33,7 +33,7 @@ kiln_fuzzer(npy npy.cc kiln_npy)                    # the .npy reader of kiln-ru
 kiln_fuzzer(tuning_log tuning_log.cc kiln_autotune kiln_target)  # read_log and what --tuning-log does with it
 kiln_fuzzer(module_data module_data.cc kiln_runtime_cxx)  # a module's version, target, plan and weights: validate_module_data
 
-# The fuzzers' names, for bench/fuzz.sh.
+# The fuzzers' names, for fuzz/run.sh.
 get_property(kiln_fuzzer_names GLOBAL PROPERTY KILN_FUZZERS)
 string(REPLACE ";" "\n" kiln_fuzzer_lines "${kiln_fuzzer_names}")
 file(WRITE ${CMAKE_BINARY_DIR}/fuzzers.txt "${kiln_fuzzer_lines}\n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs every Debian package kiln needs to build and test (DESIGN.md, "Dependencies").
+# Installs every Debian package kiln needs to build and test (docs/architecture.md, "Dependencies").
 # Idempotent: apt-get skips what is already there. Run as root (or with sudo available).
 set -euo pipefail
 SUDO=""

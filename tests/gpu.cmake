@@ -1,4 +1,4 @@
-# GPU targets checked without a GPU (GPU.md, "Checked on every run without a GPU"):
+# GPU targets checked without a GPU (docs/gpu.md, "Checked on every run without a GPU"):
 #  - check.<case>.opencl: every example and shared model compiled for the opencl target and run
 #    by the runtime on PoCL (OpenCL on this CPU), against the same references and tolerances as
 #    the CPU checks; registered when an OpenCL ICD loader is installed (Debian: ocl-icd-libopencl1

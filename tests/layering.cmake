@@ -1,4 +1,4 @@
-# The layers' include lines point down the pipeline only (DESIGN.md: "Each layer is its own CMake
+# The layers' include lines point down the pipeline only (docs/architecture.md, "Layers": "Each layer is its own CMake
 # library, so an include that points back up the pipeline fails to link"; the link catches
 # calls, this catches the rest, such as an inline function or a type used from a header).
 # Run: cmake -DROOT=<repo> -P tests/layering.cmake. Fails naming every offending line.

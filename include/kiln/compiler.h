@@ -57,7 +57,7 @@ struct CompileOptions {
   // Parallel branches on one input combined into one wider conv/dense/matmul when at least this
   // many share it (relay::combine_parallel); 0: never. Off unless asked for or chosen by a tuning
   // log: on Zen 4 it changed googlenet's and inception_v3's latency by under 1.5% and made a
-  // transformer's three projections 3% slower (see README "Graph-level choices").
+  // transformer's three projections 3% slower (docs/performance.md, "Parallel-branch fusion").
   int combine_branches = 0;
   // Quantized models' dequantize -> conv/dense computed by int8 kernels on CPU targets
   // (relay::realize_integer_ops); false: in float on the dequantized values.

@@ -57,7 +57,7 @@ constexpr uint32_t kDefaultMaxDynamicShared = 48 * 1024;
   X(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, \
     CUstream, void**, void**)
 
-// The codes worth a sentence (GPU.md), with their names: the stub library cannot name its own.
+// The codes worth a sentence (docs/gpu.md, "Artifact and runtime"), with their names: the stub library cannot name its own.
 struct KnownError {
   CUresult code;
   const char* name;

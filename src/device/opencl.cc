@@ -108,7 +108,7 @@ bool process_holds_llvm() {
 // The ICD loader, loaded once per process and never unloaded (drivers keep threads).
 // Where the process holds an LLVM, the loader goes into a link-map namespace of its own, so that
 // the driver it loads (PoCL and its LLVM) cannot bind to the process's LLVM: PoCL crashed in the
-// compiler's process without this (GPU.md). Elsewhere (the runtime) a plain dlopen: in a
+// compiler's process without this (docs/gpu.md, "Toolkit facts"). Elsewhere (the runtime) a plain dlopen: in a
 // namespace of its own, NVIDIA's OpenCL driver loads a second libcuda, and the CUDA backend's
 // copy then crashed in cuMemAlloc (H200, driver 580). So a process that holds LLVM should not
 // open both OpenCL and CUDA on a machine with NVIDIA's OpenCL driver.

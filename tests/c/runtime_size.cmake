@@ -1,5 +1,5 @@
 # The runtime's size budget (issue 11): a stripped copy of libkiln_runtime.so must be at most
-# LIMIT bytes. README "The tiny runtime" says what each part costs.
+# LIMIT bytes. docs/c_api.md, "The tiny runtime", says what each part costs.
 #   cmake -DLIB=<libkiln_runtime.so> -DSTRIP=<strip> -DLIMIT=<bytes> -DOUT=<copy> -P runtime_size.cmake
 file(COPY_FILE ${LIB} ${OUT})
 execute_process(COMMAND ${STRIP} --strip-all ${OUT} RESULT_VARIABLE rc)

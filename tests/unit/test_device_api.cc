@@ -1,7 +1,7 @@
 // The device layer (kiln/runtime/device_api.h): OpenCL on PoCL here, CUDA where a GPU is lent,
 // the messages that say why a device cannot be opened, and the choice of a CUDA image.
 // These tests run within kiln_tests, a process that holds LLVM 16, as the compiler does: the
-// OpenCL ones check that PoCL (and its own LLVM) works there (GPU.md, "Toolkit facts").
+// OpenCL ones check that PoCL (and its own LLVM) works there (docs/gpu.md, "Toolkit facts").
 #include <dlfcn.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
 // through the very code the fuzzer runs (fuzz/FUZZER_target.h): each must now be rejected with
 // a user error (kiln::Error; npy::Error for .npy) whose message contains the text of NAME.expect
 // beside it, or be accepted where NAME.expect says "accepted". An InternalError or any other
-// exception fails the test, as it made the fuzzer crash. bench/fuzz.sh saves a crashing input
+// exception fails the test, as it made the fuzzer crash. fuzz/run.sh saves a crashing input
 // under build-fuzz/fuzz-artifacts/; the fix adds it here with its .expect.
 #include <catch2/catch.hpp>
 

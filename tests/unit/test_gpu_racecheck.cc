@@ -1,6 +1,6 @@
 // The race-checking build of the OpenCL dialect (codegen::GpuBuildOptions::race_check) on the
 // OpenCL device (PoCL on CPUs). PoCL runs the work-items of a group one after another between
-// barriers, so a kernel missing a barrier often still computes the right numbers there (GPU.md,
+// barriers, so a kernel missing a barrier often still computes the right numbers there (docs/gpu.md,
 // "Checked on every run without a GPU"): the instrumented kernels count the racy shared-memory
 // accesses instead. A correct template must report none; the same kernel with one barrier
 // removed on purpose must report some. (The generic GPU schedules use no shared memory.)
@@ -115,7 +115,7 @@ TEST_CASE("race check: the dense kernel with a barrier removed reports races", "
     };
     DenseRun r = run_dense(*dev, 70, 90, 45, opt);
     REQUIRE(dropped == 1);
-    // For the record (GPU.md: PoCL's numbers often hide a missing barrier), not a requirement.
+    // For the record (docs/gpu.md: PoCL's numbers often hide a missing barrier), not a requirement.
     INFO("dense 70x90x45 without " << what << ": " << r.races.count << " races (" << r.races.write_after_read
                                    << " writes after reads), first " << r.races.first << "; " << r.wrong << " of "
                                    << 70 * 90 << " outputs wrong on PoCL\n" << r.source);

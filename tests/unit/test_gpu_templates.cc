@@ -1,4 +1,4 @@
-// Every GPU schedule template over the corners of its knob space (GPU.md, "Checked on every run
+// Every GPU schedule template over the corners of its knob space (docs/gpu.md, "Checked on every run
 // without a GPU"): the default, every knob at its first and its last candidate with the others
 // at their defaults, and all knobs at their first and all at their last candidates. Each corner
 // of each template's representative ops

@@ -1,5 +1,5 @@
 // ir::hoist_invariant_guards: exact before/after IR of a register-tile nest under a K-tail test
-// (the shape that hung PoCL's compiler, GPU.md), and what it leaves alone.
+// (the shape that hung PoCL's compiler, docs/gpu.md, "Pipeline"), and what it leaves alone.
 #include <catch2/catch.hpp>
 
 #include "kiln/ir/printer.h"

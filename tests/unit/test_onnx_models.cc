@@ -16,7 +16,7 @@
 using namespace kiln::relay;
 
 namespace {
-// ../shared next to the repository (DESIGN.md), found from this file's path; KILN_SHARED_DIR overrides.
+// ../shared next to the repository (docs/architecture.md, "Dependencies"), found from this file's path; KILN_SHARED_DIR overrides.
 using kiln::test::shared_dir;
 
 std::string op_histogram(const Module& m) {

@@ -1,5 +1,5 @@
 // The GPU backend's build: loop-level functions with thread-bound loops -> kernels, launch
-// records and one module of CUDA C or OpenCL C source (GPU.md, pipeline steps 5-8).
+// records and one module of CUDA C or OpenCL C source (docs/gpu.md, "Pipeline").
 //
 //   lower_warp_buffers each lane's part of the warps' fragments (ir/transforms.h)
 //   verify_gpu         thread binding and the target's limits
@@ -56,7 +56,7 @@ struct GpuBuildOptions {
   // one GPU, and NVRTC's time is most of a candidate's build.
   std::vector<int> image_sms;
   // OpenCL only (kiln::Error for CUDA): print kernels that check their own shared-memory
-  // accesses for races, the check GPU.md describes for PoCL, which runs the work-items of a
+  // accesses for races, the check docs/gpu.md describes for PoCL, which runs the work-items of a
   // group one after another between barriers and so often computes the right numbers from a
   // racy kernel.
   //   Each shared buffer of N elements gets four N-element shadow arrays in shared memory (one

@@ -1,7 +1,7 @@
 // A function of the loop-level IR split for a GPU (ir::split_host_device): the kernels it
 // launches, in order, each with its launch record, and the global buffers the host allocates
 // between them. Shapes are static, so the host side needs no code: the runtime's executor walks
-// the launches (GPU.md, pipeline step 6).
+// the launches (docs/gpu.md, "Pipeline").
 #pragma once
 
 #include <array>

@@ -1,6 +1,6 @@
 // Expressions of the loop-level IR.
 //
-// One node pattern for every IR level (DESIGN.md): nodes are immutable, built by checking
+// One node pattern for every IR level (docs/architecture.md, "IR levels"): nodes are immutable, built by checking
 // make functions, held by shared_ptr handles, and downcast through a kind enum with
 // `e.as<AddNode>()` (no RTTI). Vars, Buffers and IterVars have identity: two Vars with the same
 // name are different variables.

@@ -1,4 +1,4 @@
-// Passes over the loop-level IR, one per file in src/ir/transforms/ (DESIGN.md). Each is a
+// Passes over the loop-level IR, one per file in src/ir/transforms/ (docs/architecture.md, "Conventions"). Each is a
 // pure function PrimFunc -> PrimFunc (or Stmt -> Stmt). The build driver (codegen/build.h)
 // runs them in this order after lowering:
 //   flatten_storage -> simplify -> vectorize_loops -> unroll_loops -> simplify
@@ -171,7 +171,7 @@ PrimFunc insert_thread_sync(const PrimFunc& kernel, const KernelLaunch& launch);
 // that neither read the loop variable nor load or call outside the loop, innermost loops first:
 // for (i) { if (a(i) && b) S } -> if (b) { for (i) { if (a(i)) S } }; repeated conjuncts once.
 // The GPU pipeline runs it last (a K tail's test in every register-tile nest hung PoCL's
-// compiler, GPU.md).
+// compiler, docs/gpu.md, "Pipeline").
 PrimFunc hoist_invariant_guards(const PrimFunc& f);
 
 }  // namespace kiln::ir

@@ -1,6 +1,6 @@
 // The graph IR: a typed dataflow graph of operator calls.
 //
-// One node pattern for every IR level (DESIGN.md): nodes are immutable, built by checking make
+// One node pattern for every IR level (docs/architecture.md, "IR levels"): nodes are immutable, built by checking make
 // functions, held by shared_ptr handles and downcast through a kind enum with `e.as<CallNode>()`.
 // A graph is a DAG: a node used twice is one shared node, and every traversal visits it once.
 //

@@ -5,7 +5,7 @@
 // libOpenCL.so.1 are loaded with dlopen / dlmopen when a device is opened, so the runtime and
 // every program built with kiln load and run on machines without a GPU or an OpenCL driver, and a
 // missing driver is an error message at open_device, not a loader failure at start-up.
-// (GPU.md, "Artifact and runtime"; TVM's runtime links libcuda: kiln's does not.)
+// (docs/gpu.md, "Artifact and runtime"; TVM's runtime links libcuda: kiln's does not.)
 //
 // Every failure is a kiln::Error naming the driver call, its numeric code and the code's name.
 // Thread safety: a DeviceAPI and its modules may be used from several threads at once (each call

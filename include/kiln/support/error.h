@@ -1,4 +1,4 @@
-// Errors in kiln come in two kinds (DESIGN.md, "Errors"):
+// Errors in kiln come in two kinds (docs/architecture.md, "Errors"):
 //  - kiln::Error: bad user input (a shape mismatch, an unknown axis, a malformed model).
 //    It carries enough context to name the culprit; the CLI and C API turn it into a message.
 //    kiln::UnsupportedError, a kind of Error, is valid input using something kiln does not

@@ -1,5 +1,5 @@
 // Target: the machine the kernel path generates code for, and the facts every decision on that
-// path reads from it (DESIGN.md: "The Target ... is one value that every decision of the kernel
+// path reads from it (docs/architecture.md, "Layers": "The Target ... is one value that every decision of the kernel
 // path receives. No lane or register count is a literal in a template.").
 //
 // Written like TVM's target strings:

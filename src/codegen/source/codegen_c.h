@@ -1,5 +1,5 @@
-// One C-source printer for GPU kernels with two dialects, CUDA C and OpenCL C (GPU.md, pipeline
-// step 7). Everything that differs between the two is a hook of Dialect, kept small: CI runs
+// One C-source printer for GPU kernels with two dialects, CUDA C and OpenCL C (docs/gpu.md,
+// "Pipeline"). Everything that differs between the two is a hook of Dialect, kept small: CI runs
 // only the OpenCL text (on PoCL), so it vouches for the indexing of the CUDA text, which is
 // printed by the same code.
 //

@@ -1,6 +1,6 @@
 // The CUDA C dialect of the source printer (codegen_c.h). The text needs no CUDA header: NVRTC
 // declares the math functions and thread indices itself, and constants like +inf are built
-// from their bits, so a compile costs no header parsing (GPU.md, "Toolkit facts").
+// from their bits, so a compile costs no header parsing (docs/gpu.md, "Toolkit facts").
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -39,7 +39,7 @@ class CudaDialect : public Dialect {
   std::string warp_shuffle_down(const std::string& value, const std::string& delta) const override {
     return "__shfl_down_sync(0xffffffffu, " + value + ", " + delta + ")";
   }
-  // cp.async as inline PTX (no header: GPU.md). The shared address is the 32-bit one the
+  // cp.async as inline PTX (no header: docs/gpu.md, "Toolkit facts"). The shared address is the 32-bit one the
   // .shared state space takes (__cvta_generic_to_shared is an NVRTC builtin); the global one is
   // converted too, as .global wants. The cg form (L2 only, leaving L1 to the tile's other
   // readers) exists for 16 bytes only; smaller copies go through L1 (ca). "memory": the compiler
@@ -57,7 +57,7 @@ class CudaDialect : public Dialect {
   std::string async_copy_wait(int64_t groups) const override {
     return fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\");", groups);
   }
-  // mma.sync as inline PTX (no mma.h: GPU.md); the accumulators are both D and C. Not volatile:
+  // mma.sync as inline PTX (no mma.h: docs/gpu.md, "Toolkit facts"); the accumulators are both D and C. Not volatile:
   // it only computes on registers, so the compiler may reuse a fragment's shared-memory loads
   // across the mma of a warp's tiles (the default float16 GEMM: 33 ld.shared a K slice instead
   // of 97); inline asm stays convergent in NVVM, so it is not moved into divergent code.

@@ -1,4 +1,4 @@
-// CUDA C -> GPU images with NVRTC (GPU.md, pipeline step 8): one module's translation unit is
+// CUDA C -> GPU images with NVRTC (docs/gpu.md, "Pipeline"): one module's translation unit is
 // compiled as one NVRTC program per sm (one program for many kernels is several times faster
 // than one per kernel), giving a cubin per sm and the PTX of the highest sm, which the driver
 // JIT-compiles on newer GPUs. ptxas runs inside NVRTC for sm_XX, so resource errors (too much

@@ -5,7 +5,7 @@
 //
 // Why: bound checks put every axis's test on the innermost statement, so a K-tail test sits in
 // each register-tile nest of each unrolled K step. PoCL 3.1's kernel compiler on a Zen 3 did not
-// finish resnet18's stem conv with those (GPU.md, "Toolkit facts"), and every GPU compiler gains
+// finish resnet18's stem conv with those (docs/gpu.md, "Pipeline"), and every GPU compiler gains
 // from testing once what does not change. Only serial and unrolled loops whose whole body is
 // one guard without an else; only pure conjuncts (no loads, no calls): a test that is false
 // for one iteration is false for all, so the loop did nothing then, and skipping it does nothing.

@@ -14,7 +14,7 @@
 // iteration's closing barrier before any thread began iteration k. The closing barrier also
 // makes the writes visible before iteration k+1 reads them; the prologue's barrier does the same
 // for iteration 0. The barrier closes the body rather than opening it (PoCL 3.1 miscomputes some
-// loops whose body starts with a barrier, GPU.md), and it sits outside the guard, which depends
+// loops whose body starts with a barrier, docs/gpu.md, "Pipeline"), and it sits outside the guard, which depends
 // on k alone; a loop under a thread-dependent branch is refused, as every thread must reach it.
 // insert_thread_sync, run later, keeps these barriers; it does not know the halves, so the
 // next-iteration producer is marked kDoubleBufferWrite and its writes are left out of its

@@ -74,10 +74,10 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   // memory (bk). Defaults: a 16 x 16 block computing a 128 x 64 tile in 8 x 4 register blocks
   // (64 x 64 in 4 x 4 where M < 128), narrower for thin products (a classifier's M = 1, an
   // attention head's N = 64). On the H100, SGEMM 4096: 8 x 4 39.0 TFLOP/s, 4 x 4 33.7, 8 x 8
-  // 34.7, 4 x 8 25.6 (bench/gpu/results, run 3). Register blocks shrink (rows from 8 to 4 first,
+  // 34.7, 4 x 8 25.6 (bench/results, run 3). Register blocks shrink (rows from 8 to 4 first,
   // then columns, then rows) while the grid has fewer than two blocks per multiprocessor:
   // resnet18's 512-channel 7x7 convs made 56 blocks of 4 x 1 outputs per thread for the H200's
-  // 132 SMs, 478 us each (ncu, bench/gpu/results).
+  // 132 SMs, 478 us each (ncu, bench/results).
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < nd; ++d) batch *= shape[d];
   const int64_t ty0 = pow2_at_least(m, 16), tx0 = pow2_at_least(n, 16);
@@ -101,7 +101,7 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   const bool double_buffer_knob = cfg.define_knob("double_buffer", {0, 1}, async ? 1 : 0) != 0;
   // Operand tiles copied 16 bytes a thread (vector loads, one cp.async each) where their rows
   // are whole vectors (below): a quarter of the float32 copies' instructions. On an H200, SGEMM
-  // 4096 38.7 -> 42.5 TFLOP/s, 0.86x cuBLAS without TF32 (bench/gpu/results, 2026-11-27 run 5).
+  // 4096 38.7 -> 42.5 TFLOP/s, 0.86x cuBLAS without TF32 (bench/results, 2026-11-27 run 5).
   const bool vector_fetch = cfg.define_knob("vector_fetch", {0, 1}, 1) != 0;
   const bool double_buffer = double_buffer_knob && k > bk;
   // float16 / bfloat16 products over whole tiles can take the tensor cores instead (on by
@@ -112,7 +112,7 @@ void schedule_product_gpu(Schedule& s, const te::Tensor& tiled, const te::Tensor
   // With more buffers, a pipeline that many less one slices deep (cp.async keeps them in flight).
   // Tensor cores take 3 by default (bench/gpu on an H200: the float16 GEMM 4096 1.09x faster
   // than with 2, the 1024 1.04x), 4 where they are Hopper's wgmma (629 TFLOP/s against 533 with
-  // 3; mma.sync's 342 and 339 alike: bench/gpu/results, 2026-11-27 run 11); float32's 2 and 3
+  // 3; mma.sync's 342 and 339 alike: bench/results, 2026-11-27 run 11); float32's 2 and 3
   // measured alike there.
   const int stages0 = tensor_core_default ? (target.gpu.wgmma() ? 4 : 3) : 2;
   const int buffers = static_cast<int>(cfg.define_knob("pipeline_stages", {2, 3, 4}, stages0));

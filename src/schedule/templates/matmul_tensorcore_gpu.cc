@@ -162,7 +162,7 @@ void schedule_matmul_tensorcore_gpu(Schedule& s, const te::Tensor& tiled, const 
   const bool wgmma_knobs = !cuda || target.gpu.wgmma();
   if (wgmma_knobs)
     cols = std::min<int64_t>(cols, cfg.define_knob("wgmma_n", {64, 128, 256}, std::max<int64_t>(64, cols)));
-  // On by default where it fits: on an H200 (bench/gpu/results, 2026-11-27 run 11) the float16
+  // On by default where it fits: on an H200 (bench/results, 2026-11-27 run 11) the float16
   // GEMM 4096 ran 629 TFLOP/s this way (4 stages, both operands swizzled, each slice's wgmma in
   // flight) against mma.sync's 339 and cuBLAS's 578 in the same run.
   const bool warpgroups = wgmma_knobs && cfg.define_knob("warpgroup_mma", {0, 1}, cuda && wgmma_fits) != 0;

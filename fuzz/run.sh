@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bash bench/fuzz.sh [SECONDS [FUZZER...]]: builds kiln's libFuzzer targets (cmake/fuzz.cmake,
+# bash fuzz/run.sh [SECONDS [FUZZER...]]: builds kiln's libFuzzer targets (cmake/fuzz.cmake,
 # fuzz/) in their own build folder, runs each for SECONDS (default 60) from its seeds, prints a
 # table (fuzzer, executions, coverage, crashes) and exits 1 if any fuzzer crashed, leaked, ran
 # out of memory or timed out on an input. An input that did is saved under
@@ -24,7 +24,7 @@ if ! command -v clang++-16 >/dev/null || [ ! -e /usr/lib/llvm-16/lib/clang/16/li
   if [ "$(id -u)" = 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-16 libclang-rt-16-dev >/dev/null
   else
-    echo "fuzz.sh: needs clang-16 and libclang-rt-16-dev (apt-get install clang-16 libclang-rt-16-dev)" >&2
+    echo "fuzz/run.sh: needs clang-16 and libclang-rt-16-dev (apt-get install clang-16 libclang-rt-16-dev)" >&2
     exit 2
   fi
 fi
@@ -86,4 +86,4 @@ for name in "${names[@]}"; do
   fi
   printf '%-14s %12s %10s %10s %8s  %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$verdict"
 done
-[ "$failed" = 0 ] || { echo "fuzz.sh: a fuzzer found a crash (logs in $logs)"; exit 1; }
+[ "$failed" = 0 ] || { echo "fuzz/run.sh: a fuzzer found a crash (logs in $logs)"; exit 1; }

@@ -4,14 +4,14 @@
 Writes OUT/{resnet18,bert_mini}/model.onnx with input dim 0 symbolic ('batch') and
 test_data_set_{0,1,2} at batch 1, 3 and 32 (input/output .pb and .npy), outputs from onnxruntime.
 bert_mini's export fixed the batch (1) in its Reshape targets (/Constant_1_output_0); here it is
-computed, Shape(input)[0], as a dynamic export would. Then (README "Dynamic batch"):
+computed, Shape(input)[0], as a dynamic export would. Then (docs/compiling.md, "Dynamic batch"):
 
   kiln check OUT/resnet18 --input-shape input=1..32,3,224,224     # one module, 3 batches
   kiln check OUT/bert_mini --input-shape input=1..32,128
   kiln compile OUT/resnet18/model.onnx --input-shape input=1..32,3,224,224 -o dyn.so
   kiln bench dyn.so --batch 3
 
-Usage: /work/venv-torch/bin/python bench/dynamic_batch_models.py [OUT] (default /tmp/dynbatch)
+Usage: /work/venv-torch/bin/python zoo/dynamic_batch_models.py [OUT] (default /tmp/dynbatch)
 """
 import os, sys, numpy as np, onnx, onnxruntime as ort
 from onnx import numpy_helper

@@ -25,8 +25,8 @@ com.microsoft ops have no ONNX reference: ONNX Runtime's outputs, on inputs draw
 exact result lies within 1e-3 of a rounding tie (kiln dequantizes, computes in float32 and
 quantizes; ONNX Runtime requantizes integers with one multiplier: the two agree away from ties).
 
-Needs onnx, numpy and onnxruntime, e.g. with /work/venv-torch (bench/export_user_models.py):
-    /work/venv-torch/bin/python bench/export_quant_models.py --out /tmp/qm
+Needs onnx, numpy and onnxruntime, e.g. with /work/venv-torch (zoo/export_user_models.py):
+    /work/venv-torch/bin/python zoo/export_quant_models.py --out /tmp/qm
     for d in /tmp/qm/*/; do build/bin/kiln check "$d"; done
 """
 import argparse

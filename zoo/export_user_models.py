@@ -13,7 +13,7 @@ Weights are made to behave like trained ones where a numerical check needs it: s
 
 Needs torch, torchvision, transformers, onnx and numpy (CPU wheels from PyPI are fine), e.g.
     python3 -m venv /work/venv-torch && /work/venv-torch/bin/pip install torch torchvision transformers onnx
-    /work/venv-torch/bin/python bench/export_user_models.py --out /work/usermodels [--models a,b]
+    /work/venv-torch/bin/python zoo/export_user_models.py --out /work/usermodels [--models a,b]
     for d in /work/usermodels/*/; do build/bin/kiln check "$d"; done
 """
 import argparse

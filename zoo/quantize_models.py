@@ -14,7 +14,7 @@ ORT's output of the float model, whose difference is the quantization's own erro
 quant.json, which records the output's quantization step (the scale of the last
 DequantizeLinear that feeds the graph output; null for dynamic models, whose output is float).
 
-Usage: python bench/quantize_models.py [--shared DIR] [--out DIR] [--sets N] [--models a,b]
+Usage: python zoo/quantize_models.py [--shared DIR] [--out DIR] [--sets N] [--models a,b]
 """
 import argparse
 import json
