@@ -67,3 +67,10 @@ def test_not_an_array(tiny_module):
 def test_unwritable_save_path(tiny_module, tmp_path):
     with pytest.raises(kiln.KilnError, match="cannot save"):
         tiny_module.save(tmp_path / "no" / "such" / "dir" / "m.so")
+
+
+def test_public_names_are_all_that_shows():
+    # dir(kiln) once also showed the modules and typing names __init__ imported (np, os, sys, Any).
+    public = {n for n in dir(kiln) if not n.startswith("_")}
+    assert public == set(kiln.__all__)
+    assert kiln.Module.__module__ == "kiln"
