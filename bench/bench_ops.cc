@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/compiler.h"
 #include "kiln/runtime/kernel.h"
 #include "kiln/runtime/ndarray.h"
@@ -151,10 +151,10 @@ runtime::NDArray random_array(const std::vector<int64_t>& shape, uint32_t seed) 
   return a;
 }
 
-// Times the kernel of `args` (inputs then outputs) scheduled by `s`, on random data.
-Timing time_kernel(const std::vector<te::Tensor>& args, const schedule::Schedule& s, const Target& target) {
-  codegen::Module mod = codegen::build(s, args, target, "k");
-  kiln_kernel_fn fn = mod.get_function("k");
+// Times `kernel`, whose parameters are `args` (inputs then outputs), on random data.
+Timing time_kernel(const std::vector<te::Tensor>& args, const ir::PrimFunc& kernel, const Target& target) {
+  codegen::Module mod = codegen::build({kernel}, target);
+  kiln_kernel_fn fn = mod.get_function(kernel.name);
   std::vector<runtime::NDArray> arrays;
   for (size_t i = 0; i < args.size(); ++i) arrays.push_back(random_array(args[i].shape(), 7 + i));
   std::vector<void*> ptrs;
@@ -215,11 +215,12 @@ int main(int argc, char** argv) {
     for (const relay::FusedGroup& g : prog.fused.groups)
       if (!found && g.label() != "layout_transform") found = &g;
     const relay::FusedGroup& group = *found;
-    lower::Strategy strategy = lower::select_strategy(group, target, prog.strategy_options);
-    lower::GroupProgram kernel = lower::group_to_te(group, strategy, &prog.prepacked);
     schedule::Config cfg = knobs.empty() ? schedule::Config() : schedule::Config::with_choices(knobs);
-    schedule::Schedule s = lower::schedule_group(kernel, group, strategy, target, cfg);
-    Timing tm = time_kernel(kernel.args(), s, target);
+    GroupKnobs chosen;
+    chosen.config = &cfg;
+    LoweredGroup lowered = lower_group(group, "k", target, prog.strategy_options, prog.prepacked, chosen);
+    const lower::Strategy& strategy = lowered.strategy;
+    Timing tm = time_kernel(lowered.program.args(), lowered.kernel, target);
     double t = tm.wall;
     std::printf("%-44s %8.3f ms", (layer.name + (group.label().find("NCHWc") != std::string::npos ? " [c]" : "")).c_str(), t * 1e3);
     if (layer.flops > 0) {
@@ -246,7 +247,7 @@ int main(int argc, char** argv) {
       if (pack.defined()) {
         schedule::Schedule ps = schedule::create({pack});
         schedule::schedule_loops_cpu(ps, pack, target.lanes(32));
-        double tp = time_kernel({raw[1], pack}, ps, target).wall;
+        double tp = time_kernel({raw[1], pack}, loop_ir(ps, {raw[1], pack}, "k", target), target).wall;
         std::printf("  (+%.3f ms if repacked per call)", tp * 1e3);
       }
     }

@@ -12,7 +12,7 @@ set(allowed_schedule support ir te target schedule)
 set(allowed_codegen support ir te target schedule runtime codegen)
 set(allowed_relay support ir relay)
 set(allowed_lower support ir te target schedule runtime relay lower)
-set(allowed_autotune support ir te target schedule runtime relay lower codegen compiler.h autotune)
+set(allowed_autotune support ir te target schedule runtime relay lower codegen compiler.h pipeline.h autotune)
 
 set(problems "")
 foreach(layer support target runtime device ir te schedule codegen relay lower autotune)
@@ -29,8 +29,9 @@ foreach(layer support target runtime device ir te schedule codegen relay lower a
     endforeach()
   endforeach()
 endforeach()
-# The pipeline driver (compiler.cc, compiler.h) sits below the autotuner.
-foreach(f ${ROOT}/src/compiler.cc ${ROOT}/include/kiln/compiler.h)
+# The pipeline (pipeline.cc, pipeline.h) and its front door (compiler.cc, compiler.h) sit below
+# the autotuner.
+foreach(f ${ROOT}/src/compiler.cc ${ROOT}/include/kiln/compiler.h ${ROOT}/src/pipeline.cc ${ROOT}/include/kiln/pipeline.h)
   file(STRINGS ${f} lines REGEX "^#include \"kiln/autotune")
   foreach(line ${lines})
     string(APPEND problems "\n  ${f} (compiler): ${line}")

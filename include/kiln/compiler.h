@@ -4,18 +4,10 @@
 //   CompiledModel c = compile(m, CompileOptions{});
 //   export_library(c, "model.so");          // kernels + graph + weights in one .so
 //
-// The pipeline, in order (compiler.cc lists it top to bottom; --dump-ir takes any stage name):
-//   graph passes   infer_types, fold_constants, fold_batch_norm, simplify,
-//                  eliminate_common_subexpr, remove_dead, [alter_layout], fuse_ops
-//   lowering       prepack_weights (constants packed for the target), plan_memory; per group:
-//                  strategy, te program, schedule (the template's defaults, or the knobs a
-//                  ScheduleChooser such as a tuning log gives)
-//   loop passes    lower, flatten_storage, loop_simplify, vectorize_loops, unroll_loops, final
-//                  (codegen/driver.h)
-//   GPU targets    build_gpu: verify_gpu, split_host_device, CUDA C / OpenCL C, NVRTC
-//                  (codegen/gpu_build.h); the plan gets one node per kernel launch
-//   export         export_library: LLVM code generation for the target and one .so (GPU: the
-//                  device images in a data-only .so)
+// compile() runs the pipeline's table (pipeline.h, src/pipeline.cc; docs/architecture.md
+// "Pipeline"): graph passes, each fused group lowered to its loop IR, the loop and GPU passes, and
+// code generation for the target (LLVM's machine code, or CUDA C / OpenCL C and NVRTC's images);
+// export_library only packages what it made.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/build.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/stmt.h"
-#include "kiln/lower/lower.h"
+#include "kiln/lower/prepack_weights.h"
+#include "kiln/lower/schedule_group.h"
+#include "kiln/pipeline.h"
 #include "kiln/relay/module.h"
 #include "kiln/runtime/graph_plan.h"
 #include "kiln/target/target.h"
@@ -75,8 +70,11 @@ struct CompileOptions {
 };
 
 struct CompiledModel {
+  Target target;                      // what the code was generated for
   runtime::GraphPlan plan;
   std::vector<ir::PrimFunc> kernels;  // after the loop passes, one per fused group
+  // CPU targets: the kernels compiled by LLVM (object code, and its IR and assembly to read).
+  codegen::Module cpu;
   // GPU targets: the kernels split into launches, their source and (CUDA) images; the plan has
   // one node per launch.
   std::optional<codegen::GpuModule> device;
@@ -91,8 +89,8 @@ CompiledModel compile(const relay::Module& module, const CompileOptions& options
 bool parse_precision(const std::string& name);
 CompileOptions::Layout parse_layout(const std::string& name);
 
-// The graph half of compile(): the graph passes up to fuse_ops, the lowering check and weight
-// prepacking for the target. compile() and the autotuner's task extraction
+// The graph half of compile(): the pipeline's graph stages up to prepack_weights (the lowering
+// check and weight packing for the target). compile() and the autotuner's task extraction
 // (autotune/graph_tasks.h) both start here, so the tuned workloads are exactly the kernels
 // compile() builds.
 struct FusedProgram {
@@ -104,14 +102,8 @@ struct FusedProgram {
 };
 FusedProgram fuse_model(const relay::Module& module, const CompileOptions& options = CompileOptions());
 
-// The stage names --dump-ir accepts, in pipeline order.
-std::vector<std::string> pipeline_stages();
-// The graph passes among them, infer_types to fuse_ops: the stages after which the IR is a relay
-// graph (CompileOptions::on_graph, --dump-dot). Some run only with some options or models
-// (convert_to_float16, realize_integer_ops, alter_layout).
-std::vector<std::string> graph_stages();
-
-// codegen::export_library of a compiled model: kernels, plan, weights and metadata in one .so.
+// The compiled model packaged (the pipeline's last stage): its kernels' machine code or device
+// images, plan, weights and metadata in one .so.
 void export_library(const CompiledModel& model, const std::string& path);
 
 }  // namespace kiln

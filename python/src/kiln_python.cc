@@ -71,12 +71,9 @@ std::unique_ptr<Module> compile(const Source& source, const std::string& target,
     nb::gil_scoped_release released;
     CompileOptions opts;
     opts.target = Target::parse(target);
-    std::optional<autotune::LogSchedules> log;
-    if (tuning_log) opts.schedules = &log.emplace(*tuning_log, opts.target);
     const relay::Module model = import_model(path, bytes, shapes);
-    std::optional<std::string> graph_note;
-    if (tuning_log)
-      graph_note = autotune::apply_logged_graph_choices(autotune::read_log_checked(*tuning_log, true), model, &opts, {});
+    std::optional<autotune::AppliedTuningLog> log;
+    if (tuning_log) log.emplace(*tuning_log, model, &opts);
     CompiledModel compiled = kiln::compile(model, opts);
     out = temporary_module_path();
     try {
@@ -86,7 +83,7 @@ std::unique_ptr<Module> compile(const Source& source, const std::string& target,
       throw;
     }
     notes = compiled.notes;
-    if (graph_note) notes.insert(notes.begin(), *graph_note);
+    if (log) notes.insert(notes.begin(), log->notes().begin(), log->notes().end());
   }
   return std::make_unique<Module>(out, /*temporary=*/true, notes);
 }

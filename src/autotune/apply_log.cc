@@ -3,22 +3,26 @@
 
 #include <fmt/format.h>
 
+#include "kiln/autotune/graph_choices.h"
 #include "kiln/autotune/graph_tasks.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
 
-LogSchedules::LogSchedules(const std::string& path, const Target& target) : path_(path), target_(target) {
-  TuningLog log = read_log_checked(path, /*must_exist=*/true);
+LogSchedules::LogSchedules(const std::string& path, const Target& target)
+    : LogSchedules(read_log_checked(path, /*must_exist=*/true), path, target) {}
+
+LogSchedules::LogSchedules(const TuningLog& log, const std::string& path, const Target& target)
+    : path_(path), target_(target) {
   malformed_ = log.malformed.size();
   std::vector<TuningRecord> usable;
   const std::string isa = target.isa();
   for (const TuningRecord& r : log.records) {
     if (Target::isa_of(r.target) != isa) {
-      ++other_isa_[r.target];
+      ++other_isa_[Target::brief_of(r.target)];
       continue;
     }
-    if (r.target != target.str()) ++other_machine_[r.target];
+    if (r.target != target.str()) ++other_machine_[Target::brief_of(r.target)];
     usable.push_back(r);
   }
   best_ = best_records(usable);
@@ -65,14 +69,21 @@ std::vector<std::string> LogSchedules::notes() const {
   for (const auto& [target, n] : other_isa_)
     out.push_back(fmt::format("tuning log '{}': {} record{} for target '{}' skipped: another instruction set than "
                               "the compile target '{}' (a schedule is only measured fast on its own CPU)",
-                              path_, n, n == 1 ? "" : "s", target, target_.isa()));
+                              path_, n, n == 1 ? "" : "s", target, target_.brief()));
   for (const auto& [target, n] : other_machine_)
     out.push_back(fmt::format("tuning log '{}': {} record{} tuned on '{}' considered: same instruction set, other "
                               "caches or cores than '{}'",
-                              path_, n, n == 1 ? "" : "s", target, target_.str()));
+                              path_, n, n == 1 ? "" : "s", target, target_.brief()));
   if (malformed_ > 0) out.push_back(fmt::format("tuning log '{}': {} malformed line{} skipped", path_, malformed_,
                                                 malformed_ == 1 ? "" : "s"));
   return out;
+}
+
+AppliedTuningLog::AppliedTuningLog(const std::string& path, const relay::Module& m, CompileOptions* options,
+                                   const std::vector<std::string>& explicit_choices)
+    : log_(read_log_checked(path, /*must_exist=*/true)), schedules_(log_, path, options->target) {
+  if (auto note = apply_logged_graph_choices(log_, m, options, explicit_choices)) notes_.push_back(*note);
+  options->schedules = &schedules_;
 }
 
 }  // namespace kiln::autotune

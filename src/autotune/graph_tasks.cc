@@ -5,7 +5,7 @@
 #include <set>
 
 #include "kiln/autotune/gpu_measure.h"
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/support/error.h"
 #include "kiln/te/count_flops.h"
 
@@ -80,13 +80,13 @@ std::string tunable_workload_key(const FusedGroup& group, const lower::Strategy&
   return key_of(group, prepacked, name);
 }
 
-Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const PrepackedWeights& prepacked,
-                const Target& target, const GraphTaskOptions& options) {
+Task group_task(const FusedGroup& group, const lower::StrategyOptions& strategy_options,
+                const PrepackedWeights& prepacked, const Target& target, const GraphTaskOptions& options) {
   // What the template and build hooks share: the group (its Exprs keep the calls alive that key
   // the prepacked map), and the reference, built once on first use.
   struct State {
     FusedGroup group;
-    lower::Strategy strategy;
+    lower::StrategyOptions strategy_options;
     PrepackedWeights prepacked;
     Target target;
     GraphTaskOptions options;
@@ -94,11 +94,11 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
     std::vector<size_t> cold_inputs;  // parameters holding the model's constants (weights)
     std::shared_ptr<const KernelReference> reference;
 
+    // The kernel compile() would build with these knobs (the defaults without).
     ir::PrimFunc build_func(Config* cfg) const {
-      lower::GroupProgram p = lower::group_to_te(group, strategy, &prepacked);
-      Config defaults;
-      schedule::Schedule s = lower::schedule_group(p, group, strategy, target, cfg ? *cfg : defaults);
-      return codegen::lower_to_ir(s, p.args(), "tuned_kernel");
+      GroupKnobs knobs;
+      knobs.config = cfg;
+      return lower_group(group, "tuned_kernel", target, strategy_options, prepacked, knobs).kernel;
     }
     std::shared_ptr<const KernelReference> get_reference() {
       if (!reference) {
@@ -114,7 +114,7 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
     codegen::GpuModule build_device(const ir::PrimFunc& f) const {
       codegen::GpuBuildOptions o;
       if (target.kind == TargetKind::kCUDA) o.image_sms = {target.gpu.sm};
-      return codegen::build_gpu({f}, target, o);
+      return kiln::build_gpu({f}, target, o);
     }
     MeasureFn measure(const ir::PrimFunc& f, const std::shared_ptr<const KernelReference>& ref) const {
       if (target.is_gpu()) return measure_gpu_kernel(build_device(f), ref, options.timer, options.tolerance);
@@ -123,8 +123,9 @@ Task group_task(const FusedGroup& group, const lower::Strategy& strategy, const 
   };
   auto st = std::make_shared<State>();
   st->group = group;
-  st->strategy = strategy;
+  st->strategy_options = strategy_options;
   st->prepacked = prepacked_of(group, prepacked);
+  const lower::Strategy strategy = lower::select_strategy(group, target, strategy_options);
   st->target = target;
   st->options = options;
   lower::GroupProgram p = lower::group_to_te(group, strategy, &st->prepacked);
@@ -163,7 +164,7 @@ std::vector<GraphTask> extract_tasks(const FusedProgram& program, const GraphTas
     auto [it, fresh] = index.emplace(key, tasks.size());
     if (fresh) {
       GraphTask t;
-      t.task = group_task(g, strategy, program.prepacked, program.target, options);
+      t.task = group_task(g, program.strategy_options, program.prepacked, program.target, options);
       KILN_CHECK(t.task.workload_key == key) << "task key '" << t.task.workload_key << "' differs from '" << key << "'";
       t.label = g.label();
       tasks.push_back(std::move(t));

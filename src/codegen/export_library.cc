@@ -2,8 +2,8 @@
 // the layout of runtime/module_format.h.
 //
 //   1. check the model (plan well formed, every node's kernel compiled, weights match the plan)
-//   2. kernels.o: codegen::build for the plan's target
-//   3. data.o: emitted by LLVM directly -- the plan JSON, the weights
+//   2. kernels.o: the object code compile() made (codegen::Module::object_code)
+//   3. data.o: emitted by LLVM directly -- the binary plan, the weights
 //      blob (64-byte aligned), the metadata symbols and the kiln_parallel_for trampoline. No C
 //      compiler is involved, so data of any size costs no parsing and no source text.
 //   4. `cc -shared` links the two (the only tool needed on the compiling machine is a linker
@@ -219,15 +219,18 @@ std::string emit_data(llvm::Module& m, llvm::TargetMachine& tm) {
   return llvm_backend::emit_machine_code(m, tm, /*assembly=*/false);
 }
 
-// The plan as it goes into the library: target resolved to a full spec (the loader checks its
-// features), this kiln's version, the weights' size and checksum.
-runtime::GraphPlan finished_plan(const runtime::GraphPlan& model_plan, const std::vector<ir::PrimFunc>& kernels,
-                                 const std::vector<uint8_t>& weights, Target* target) {
-  *target = model_plan.target.empty() ? Target::host() : Target::parse(model_plan.target);
-  KILN_USER_CHECK(target->is_gpu() == (model_plan.device_type != kDLCPU))
-      << "export_library: the plan's device type does not fit its target '" << model_plan.target << "'";
+// The plan as it goes into the library: the target the code was built for, in full (the loader
+// checks its features; make_graph_plan wrote the same string), this kiln's version, the weights'
+// size and checksum.
+runtime::GraphPlan finished_plan(const runtime::GraphPlan& model_plan, const std::vector<std::string>& kernels,
+                                 const std::vector<uint8_t>& weights, const Target& target) {
+  KILN_USER_CHECK(target.is_gpu() == (model_plan.device_type != kDLCPU))
+      << "export_library: the plan's device type does not fit its target '" << target.str() << "'";
+  KILN_USER_CHECK(model_plan.target.empty() || model_plan.target == target.str())
+      << "export_library: the plan was made for target '" << model_plan.target << "', its kernels were built for '"
+      << target.str() << "'";
   runtime::GraphPlan plan = model_plan;
-  plan.target = target->str();
+  plan.target = target.str();
   plan.kiln_version = KILN_VERSION_STRING;
   int64_t size = static_cast<int64_t>(weights.size());
   KILN_USER_CHECK(plan.weights_bytes == 0 || plan.weights_bytes == size)
@@ -241,10 +244,10 @@ runtime::GraphPlan finished_plan(const runtime::GraphPlan& model_plan, const std
   KILN_USER_CHECK(problem.empty()) << "export_library: malformed plan: " << problem;
 
   std::set<std::string> compiled;
-  for (const ir::PrimFunc& f : kernels) {
-    KILN_USER_CHECK(f.name.rfind("kiln_", 0) != 0)
-        << "export_library: kernel name '" << f.name << "' is reserved (kiln_* names belong to the runtime)";
-    compiled.insert(f.name);
+  for (const std::string& name : kernels) {
+    KILN_USER_CHECK(name.rfind("kiln_", 0) != 0)
+        << "export_library: kernel name '" << name << "' is reserved (kiln_* names belong to the runtime)";
+    compiled.insert(name);
   }
   for (size_t n = 0; n < plan.nodes.size(); ++n)
     KILN_USER_CHECK(compiled.count(plan.nodes[n].kernel))
@@ -279,17 +282,17 @@ void link_library(const std::string& linker, const std::vector<std::string>& obj
 
 }  // namespace
 
-void export_library(const runtime::GraphPlan& model_plan, const std::vector<ir::PrimFunc>& kernels,
-                    const std::vector<uint8_t>& weights, const std::string& path) {
+void export_library(const runtime::GraphPlan& model_plan, const Module& kernels, const std::vector<uint8_t>& weights,
+                    const std::string& path) {
   check_destination(path);
-  Target target;
-  runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, &target);
+  const Target& target = kernels.target();
   KILN_USER_CHECK(!target.is_gpu()) << "export_library: target '" << target.str()
                                     << "' is a GPU target (its modules are written by export_device_library)";
+  runtime::GraphPlan plan = finished_plan(model_plan, kernels.function_names(), weights, target);
   std::string linker = find_linker(target);
   TempDir tmp;
   std::string kernels_o = tmp.file("kernels.o"), data_o = tmp.file("data.o");
-  write_file(kernels_o, build(kernels, target).object_code());
+  write_file(kernels_o, kernels.object_code());
   write_file(data_o, data_object(plan, weights, target));
   link_library(linker, {kernels_o, data_o}, path, tmp);
 }
@@ -297,10 +300,10 @@ void export_library(const runtime::GraphPlan& model_plan, const std::vector<ir::
 void export_device_library(const runtime::GraphPlan& model_plan, const GpuModule& device,
                            const std::vector<uint8_t>& weights, const std::string& path) {
   check_destination(path);
-  std::vector<ir::PrimFunc> kernels;
-  for (const ir::DeviceProgram& p : device.programs) kernels.insert(kernels.end(), p.kernels.begin(), p.kernels.end());
-  Target target;
-  runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, &target);
+  std::vector<std::string> kernels;
+  for (const ir::DeviceProgram& p : device.programs)
+    for (const ir::PrimFunc& k : p.kernels) kernels.push_back(k.name);
+  runtime::GraphPlan plan = finished_plan(model_plan, kernels, weights, device.target);
   const std::vector<runtime::DeviceImage> images = device_images(device);
   KILN_USER_CHECK(!images.empty()) << "export_library: the CUDA module was not compiled (no images)";
   // The library is data for the host that runs the runtime.

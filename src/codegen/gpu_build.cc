@@ -9,7 +9,6 @@
 #include <map>
 
 #include "kiln/ir/shared_storage.h"
-#include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 #include "source/codegen_c.h"
 #include "source/nvrtc_compile.h"
@@ -27,80 +26,45 @@ ir::GpuLimits gpu_limits(const Target& target) {
   return l;
 }
 
-namespace {
-
 // A CUDA kernel whose shared buffers (double buffers doubled) pass the 48 KiB a block may declare
 // statically takes them as dynamic shared memory, which the runtime opts the kernel in to
 // (cuFuncSetAttribute) up to the target's limit: the printer carves the buffers out of it.
-void set_dynamic_shared(const ir::PrimFunc& kernel, const Target& target, ir::KernelLaunch& launch) {
+void set_dynamic_shared(const ir::PrimFunc& kernel, const Target& target, ir::KernelLaunch* launch) {
   if (target.kind != TargetKind::kCUDA) return;
   const int64_t bytes = ir::plan_shared_storage(kernel.body).bytes;
   if (bytes <= target.gpu.max_shared_bytes) return;
   KILN_USER_CHECK(bytes <= target.gpu.max_dynamic_shared_bytes)
       << "kernel '" << kernel.name << "': " << bytes << " bytes of shared memory per block, more than the "
       << target.gpu.max_dynamic_shared_bytes << " target '" << target.str() << "' allows with the opt-in";
-  launch.dynamic_shared_bytes = bytes;
+  launch->dynamic_shared_bytes = bytes;
 }
 
-bool same_places(const ir::SharedStorage& a, const ir::SharedStorage& b) {
-  if (a.buffers.size() != b.buffers.size() || a.bytes != b.bytes) return false;
-  for (size_t i = 0; i < a.buffers.size(); ++i)
-    if (!a.buffers[i].first.same_as(b.buffers[i].first) || a.buffers[i].second != b.buffers[i].second) return false;
-  return true;
+void print_gpu_source(GpuModule* m) {
+  const source::Language lang =
+      m->target.kind == TargetKind::kCUDA ? source::Language::kCUDA : source::Language::kOpenCL;
+  m->source = source::print_module(m->programs, source::dialect(lang), m->race_check, &m->race_checked_buffers);
 }
 
-}  // namespace
-
-GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target, const GpuBuildOptions& options) {
-  KILN_USER_CHECK(target.is_gpu()) << "build_gpu: target '" << target.str() << "' is not a GPU target";
-  KILN_USER_CHECK(!options.race_check || target.kind == TargetKind::kOpenCL)
-      << "build_gpu: race_check instruments OpenCL kernels only, not target '" << target.str() << "'";
-  GpuModule m;
-  m.target = target;
-  m.race_check = options.race_check;
-  const ir::GpuLimits limits = gpu_limits(target);
-  const bool async_copy = target.kind == TargetKind::kCUDA && target.gpu.async_copy();
-  for (const ir::PrimFunc& func : funcs) {
-    const ir::PrimFunc f = ir::lower_warp_buffers(func);
-    ir::verify_gpu(f, limits);
-    ir::DeviceProgram p = ir::split_host_device(f);
-    for (size_t k = 0; k < p.kernels.size(); ++k) {
-      ir::PrimFunc kernel = ir::hoist_device_allocations(ir::inject_double_buffer(p.kernels[k], async_copy));
-      kernel = ir::lower_cross_thread_reduction(kernel, p.launches[k], target.gpu.warp_size);
-      // insert_thread_sync placed its barriers for this plan of the shared bytes; the printer
-      // finds its own from the final body, which must be the same.
-      const ir::SharedStorage planned = ir::plan_shared_storage(kernel.body);
-      p.kernels[k] = ir::hoist_invariant_guards(ir::insert_thread_sync(kernel, p.launches[k]));
-      KILN_CHECK(same_places(planned, ir::plan_shared_storage(p.kernels[k].body)))
-          << "kernel '" << kernel.name << "': the passes after insert_thread_sync moved its shared buffers";
-      if (options.after_sync) p.kernels[k] = options.after_sync(p.kernels[k]);
-      set_dynamic_shared(p.kernels[k], target, p.launches[k]);
-    }
-    m.programs.push_back(std::move(p));
+void compile_gpu_source(GpuModule* m, const std::vector<int>& image_sms) {
+  if (m->target.kind != TargetKind::kCUDA) return;
+  const Target& target = m->target;
+  source::NvrtcResult r = source::compile_cuda(m->source, image_sms.empty() ? target.cuda_image_sms() : image_sms,
+                                               /*needs_headers=*/false, target.gpu.arch_specific);
+  m->images = std::move(r.images);
+  std::map<std::string, int64_t> dynamic_shared;
+  for (const ir::DeviceProgram& p : m->programs)
+    for (const ir::KernelLaunch& l : p.launches) dynamic_shared[l.kernel] = l.dynamic_shared_bytes;
+  for (const source::KernelResources& k : r.resources) {
+    m->max_registers = std::max(m->max_registers, k.registers);
+    m->max_spill_bytes = std::max(m->max_spill_bytes, k.spill_stores_bytes + k.spill_loads_bytes);
+    const int64_t dynamic = dynamic_shared[k.kernel];
+    m->notes.push_back(fmt::format("kernel {} (sm_{}): {} registers, {} bytes shared{}, {} bytes stack, spills {}/{} bytes",
+                                   k.kernel, k.sm, k.registers, k.shared_bytes,
+                                   dynamic ? fmt::format(" + {} dynamic", dynamic) : "", k.stack_bytes,
+                                   k.spill_stores_bytes, k.spill_loads_bytes));
   }
-  const source::Language lang = target.kind == TargetKind::kCUDA ? source::Language::kCUDA : source::Language::kOpenCL;
-  m.source = source::print_module(m.programs, source::dialect(lang), m.race_check, &m.race_checked_buffers);
-  if (lang == source::Language::kCUDA && options.compile) {
-    source::NvrtcResult r =
-        source::compile_cuda(m.source, options.image_sms.empty() ? target.cuda_image_sms() : options.image_sms,
-                             /*needs_headers=*/false, target.gpu.arch_specific);
-    m.images = std::move(r.images);
-    std::map<std::string, int64_t> dynamic_shared;
-    for (const ir::DeviceProgram& p : m.programs)
-      for (const ir::KernelLaunch& l : p.launches) dynamic_shared[l.kernel] = l.dynamic_shared_bytes;
-    for (const source::KernelResources& k : r.resources) {
-      m.max_registers = std::max(m.max_registers, k.registers);
-      m.max_spill_bytes = std::max(m.max_spill_bytes, k.spill_stores_bytes + k.spill_loads_bytes);
-      const int64_t dynamic = dynamic_shared[k.kernel];
-      m.notes.push_back(fmt::format("kernel {} (sm_{}): {} registers, {} bytes shared{}, {} bytes stack, spills {}/{} bytes",
-                                    k.kernel, k.sm, k.registers, k.shared_bytes,
-                                    dynamic ? fmt::format(" + {} dynamic", dynamic) : "", k.stack_bytes,
-                                    k.spill_stores_bytes, k.spill_loads_bytes));
-    }
-    m.notes.push_back(fmt::format("NVRTC compiled {} kernels for {} images in {:.2f} s", r.resources.size(),
-                                  m.images.size(), r.seconds));
-  }
-  return m;
+  m->notes.push_back(fmt::format("NVRTC compiled {} kernels for {} images in {:.2f} s", r.resources.size(),
+                                 m->images.size(), r.seconds));
 }
 
 namespace {

@@ -79,9 +79,9 @@ Buffer Buffer::make(std::string name, DataType dtype, std::vector<Expr> shape, s
 
 int64_t Buffer::num_elements() const {
   int64_t n = 1;
-  for (const Expr& e : node_->shape) {
+  for (const Expr& e : get()->shape) {
     auto c = as_const_int(e);
-    KILN_CHECK(c) << "buffer '" << node_->name << "' has a non-constant extent";
+    KILN_CHECK(c) << "buffer '" << get()->name << "' has a non-constant extent";
     n *= *c;
   }
   return n;

@@ -3,7 +3,9 @@
 
 #include <map>
 
-#include "kiln/lower/lower.h"
+#include "kiln/lower/group_to_te.h"
+#include "kiln/lower/prepack_weights.h"
+#include "kiln/lower/schedule_group.h"
 #include "kiln/support/error.h"
 
 namespace kiln::lower {

@@ -1,7 +1,8 @@
 // make_graph_plan: the runtime's view of a fused, memory-planned module.
 #include <cstring>
 
-#include "kiln/lower/lower.h"
+#include "kiln/lower/graph_plan.h"
+#include "kiln/lower/schedule_group.h"
 #include "kiln/runtime/version.h"
 #include "kiln/support/error.h"
 

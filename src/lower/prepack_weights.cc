@@ -1,10 +1,10 @@
-// prepack_weights: constant weights packed once, at compile time (see lower.h).
+// prepack_weights: constant weights packed once, at compile time (see prepack_weights.h).
 //
 // The conv and dense kernels read their weight in a blocked layout; lowered as is, each kernel
 // repacks the weight on every run (tens of MB per resnet18 inference). A constant weight read by
 // one call only is packed here instead, and the packed constant replaces it in its group's
 // inputs, so the memory plan and the weights blob carry the packed bytes.
-#include "kiln/lower/lower.h"
+#include "kiln/lower/prepack_weights.h"
 
 namespace kiln::lower {
 

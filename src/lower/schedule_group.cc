@@ -1,5 +1,6 @@
 // schedule_group: a group's schedule, by its strategy's template.
-#include "kiln/lower/lower.h"
+#include "kiln/lower/group_to_te.h"
+#include "kiln/lower/schedule_group.h"
 #include "kiln/support/error.h"
 
 namespace kiln::lower {

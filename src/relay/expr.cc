@@ -19,9 +19,9 @@ const char* kind_name(ExprKind k) {
 }
 
 const TensorTypeNode& Expr::tensor_type() const {
-  KILN_CHECK(node_ != nullptr) << "tensor_type of an undefined expression";
-  const auto* t = node_->type.as<TensorTypeNode>();
-  KILN_CHECK(t != nullptr) << kind_name(node_->kind) << " of type " << node_->type.str() << " is not a tensor";
+  KILN_CHECK(defined()) << "tensor_type of an undefined expression";
+  const auto* t = get()->type.as<TensorTypeNode>();
+  KILN_CHECK(t != nullptr) << kind_name(get()->kind) << " of type " << get()->type.str() << " is not a tensor";
   return *t;
 }
 

@@ -55,8 +55,8 @@ Type tuple_type(std::vector<Type> fields) {
 }
 
 bool Type::operator==(const Type& o) const {
-  if (node_ == o.node_) return true;
-  if (!node_ || !o.node_ || node_->kind != o.node_->kind) return false;
+  if (same_as(o)) return true;
+  if (!defined() || !o.defined() || get()->kind != o->kind) return false;
   if (auto* a = as<TensorTypeNode>()) {
     auto* b = o.as<TensorTypeNode>();
     return a->dtype == b->dtype && a->shape == b->shape;
@@ -67,7 +67,7 @@ bool Type::operator==(const Type& o) const {
 }
 
 std::string Type::str() const {
-  if (!node_) return "<untyped>";
+  if (!defined()) return "<untyped>";
   if (auto* t = as<TensorTypeNode>()) return t->dtype.str() + shape_str(t->shape);
   auto* t = as<TupleTypeNode>();
   std::string s = "(";

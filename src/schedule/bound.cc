@@ -5,8 +5,8 @@
 
 #include "kiln/ir/functor.h"
 #include "kiln/ir/printer.h"
-#include "kiln/schedule/detail.h"
 #include "kiln/support/error.h"
+#include "detail.h"
 
 namespace kiln::schedule {
 

@@ -7,8 +7,8 @@
 
 #include "kiln/ir/functor.h"
 #include "kiln/ir/transforms.h"
-#include "kiln/schedule/detail.h"
 #include "kiln/support/error.h"
+#include "detail.h"
 
 namespace kiln::schedule {
 namespace {

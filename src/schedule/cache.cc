@@ -2,9 +2,9 @@
 #include <numeric>
 
 #include "kiln/ir/functor.h"
-#include "kiln/schedule/detail.h"
 #include "kiln/schedule/schedule.h"
 #include "kiln/support/error.h"
+#include "detail.h"
 
 namespace kiln::schedule {
 namespace {

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "kiln/ir/functor.h"
-#include "kiln/schedule/detail.h"
 #include "kiln/support/error.h"
+#include "detail.h"
 
 namespace kiln::schedule {
 namespace {

@@ -11,8 +11,8 @@
 #include "kiln/ir/functor.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/structural.h"
-#include "kiln/schedule/detail.h"
 #include "kiln/support/error.h"
+#include "detail.h"
 
 namespace kiln::schedule {
 

@@ -164,6 +164,30 @@ std::string Target::isa_of(const std::string& spec) {
   return out;
 }
 
+std::string Target::brief() const {
+  if (is_gpu()) return kind == TargetKind::kCUDA ? fmt::format("cuda sm_{}{}", gpu.sm, gpu.arch_specific ? "a" : "")
+                                                 : std::string("opencl");
+  std::string isa = is_aarch64()                ? "NEON"
+                    : !is_x86()                 ? ""
+                    : facts.vector_bits >= 512  ? "AVX-512"
+                    : facts.vector_bits >= 256  ? (facts.fma ? "AVX2" : "AVX")
+                                                : "SSE";
+  std::string out = cpu.empty() || cpu == "generic" ? "generic " + triple.substr(0, triple.find('-')) : cpu;
+  if (!isa.empty()) out += ", " + isa;
+  return out + fmt::format(", {} core{}", facts.cores, facts.cores == 1 ? "" : "s");
+}
+
+std::string Target::brief_of(const std::string& spec) {
+  try {
+    return parse(spec).brief();
+  } catch (const Error&) {
+    std::istringstream is(spec);
+    for (std::string tok; is >> tok;)
+      if (tok.rfind("-mcpu=", 0) == 0) return tok.substr(6);
+    return spec;
+  }
+}
+
 std::string Target::summary() const {
   if (is_gpu()) return target_detail::gpu_summary(*this);
   std::string arch = triple.substr(0, triple.find('-'));

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <numeric>
 
-#include "kiln/codegen/driver.h"
 #include "kiln/compiler.h"
+#include "kiln/pipeline.h"
 #include "kiln/te/operation.h"
 #include "kiln/te/reduce.h"
 
@@ -50,7 +50,7 @@ CompiledModel classifier(const std::vector<float>& w1, const std::vector<float>&
     }, "hidden");
     auto s = schedule::create({h});
     s[h].parallel(s[h].op_axis(1));
-    m.kernels.push_back(codegen::lower_to_ir(s, {x, w, b, h}, "classifier_hidden"));
+    m.kernels.push_back(kiln::loop_ir(s, {x, w, b, h}, "classifier_hidden"));
   }
   {
     te::Tensor h = te::placeholder({1, kHidden}, f32, "hidden");
@@ -61,7 +61,7 @@ CompiledModel classifier(const std::vector<float>& w1, const std::vector<float>&
                                  "acc");
     te::Tensor logits = te::compute({1, kClasses}, [&](ir::Var n, ir::Var c) { return acc(n, c) + b(c); }, "logits");
     auto s = schedule::create({logits});
-    m.kernels.push_back(codegen::lower_to_ir(s, {h, w, b, logits}, "classifier_logits"));
+    m.kernels.push_back(kiln::loop_ir(s, {h, w, b, logits}, "classifier_logits"));
   }
   // Weights: W1, b1, W2, b2, each at a 64-byte aligned offset.
   std::vector<int64_t> offsets;
@@ -81,6 +81,8 @@ CompiledModel classifier(const std::vector<float>& w1, const std::vector<float>&
   p.nodes = {{"classifier_hidden", {0, 1, 2, 3}, "dense+add+relu"}, {"classifier_logits", {3, 4, 5, 6}, "dense+add"}};
   p.inputs = {{"image", 0}};
   p.outputs = {{"logits", 6}};
+  m.target = Target::host();
+  m.cpu = codegen::build(m.kernels, m.target);
   return m;
 }
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/transforms.h"
@@ -51,7 +51,7 @@ ir::Stmt scalar_copy(ir::Buffer x, ir::Buffer s, ir::Var k, ir::Var tx) {
 codegen::GpuModule cuda_text(const ir::PrimFunc& f, const std::string& target = "cuda -arch=sm_80") {
   codegen::GpuBuildOptions text_only;
   text_only.compile = false;
-  return codegen::build_gpu({f}, Target::parse(target), text_only);
+  return kiln::build_gpu({f}, Target::parse(target), text_only);
 }
 
 // The matmul template's dense at its defaults for `t` (and `choices`).
@@ -61,7 +61,7 @@ ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, const Target& t, const st
   te::Tensor y = te::ops::dense_plain(x, w);
   schedule::Config cfg = schedule::Config::with_choices(choices);
   schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg);
-  return codegen::lower_to_ir(s, {x, w, y}, "dense");
+  return kiln::loop_ir(s, {x, w, y}, "dense");
 }
 
 // Elements of the m x n product `out` farther from a double-precision sum over k than 1e-5 of
@@ -89,7 +89,7 @@ ir::PrimFunc matmul_ir(int64_t m, int64_t n, int64_t k, const Target& t, const s
   te::Tensor c = te::ops::batch_matmul(a, b);
   schedule::Config cfg = schedule::Config::with_choices(choices);
   schedule::Schedule s = schedule::schedule_anchor_gpu({c}, c, schedule::schedule_matmul_gpu, t, cfg);
-  return codegen::lower_to_ir(s, {a, b, c}, "matmul");
+  return kiln::loop_ir(s, {a, b, c}, "matmul");
 }
 
 // The value the matmul template's default schedule of a 128^3 dense takes for `knob` on `t`.
@@ -119,7 +119,7 @@ struct PaddedConv {
     y = te::ops::conv2d_gemm(x, w, a);
     schedule::Config cfg = schedule::Config::with_choices({{"double_buffer", 1}});
     schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_conv_gemm_gpu, t, cfg);
-    f = codegen::lower_to_ir(s, {x, w, y}, "conv");
+    f = kiln::loop_ir(s, {x, w, y}, "conv");
   }
 };
 
@@ -210,7 +210,7 @@ TEST_CASE("inject_double_buffer: vector and zero-filling async copies, and copie
   CHECK(test::occurrences(cuda, "cp.async.wait_group 0;") == 2);
   // The OpenCL text of the same IR: plain stores (the select), no commit or wait.
   codegen::GpuBuildOptions no_compile;
-  const std::string ocl = codegen::build_gpu({after}, Target::parse("opencl"), no_compile).source;
+  const std::string ocl = kiln::build_gpu({after}, Target::parse("opencl"), no_compile).source;
   CHECK(test::occurrences(ocl, "async") == 0);
   CHECK_THAT(ocl, Contains("__local float S[32];"));
 
@@ -279,7 +279,7 @@ TEST_CASE("async copies: the padded conv's im2col tile zero-fills through cp.asy
   CHECK(test::occurrences(text, "cp.async.ca.shared.global [%0], [%1], 4, %2;") == 2);
   CHECK_THAT(text, Contains("\"r\"((copy_ok ? 4 : 0))"));
   if (!codegen::cuda_codegen_available()) return;
-  codegen::GpuModule mod = codegen::build_gpu({conv.f}, t);
+  codegen::GpuModule mod = kiln::build_gpu({conv.f}, t);
   CHECK(test::occurrences(mod.images.back().bytes, "cp.async.ca.shared.global") == 4);
 }
 
@@ -291,7 +291,7 @@ TEST_CASE("async copies: sm_75 and OpenCL keep plain copies", "[gpu][cuda]") {
     CHECK(default_knob(t, "double_buffer") == 0);
     codegen::GpuBuildOptions text_only;
     text_only.compile = false;
-    const std::string text = codegen::build_gpu({dense_ir(128, 128, 128, t, {{"double_buffer", 1}})}, t, text_only).source;
+    const std::string text = kiln::build_gpu({dense_ir(128, 128, 128, t, {{"double_buffer", 1}})}, t, text_only).source;
     CHECK_THAT(text, Contains("X_shared[640]"));  // 16 rows of 16 + 4 floats (pad_rows), twice
     CHECK(test::occurrences(text, "cp.async") == 0);
   }
@@ -300,7 +300,7 @@ TEST_CASE("async copies: sm_75 and OpenCL keep plain copies", "[gpu][cuda]") {
   if (!codegen::cuda_codegen_available()) return;
   // sm_75's images (sm_75, sm_80 and sm_90 cubins) have no cp.async, and ptxas takes them.
   const Target t75 = Target::parse("cuda -arch=sm_75");
-  codegen::GpuModule mod = codegen::build_gpu({dense_ir(128, 128, 128, t75, {{"double_buffer", 1}})}, t75);
+  codegen::GpuModule mod = kiln::build_gpu({dense_ir(128, 128, 128, t75, {{"double_buffer", 1}})}, t75);
   REQUIRE(mod.images.size() == 4);
   CHECK(test::occurrences(mod.images.back().bytes, "cp.async") == 0);
 }
@@ -321,7 +321,7 @@ TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-check
       REQUIRE(test::occurrences(ir::to_string(f), "async_copy = 4") == 4 - vector_copies);
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
-      codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
+      codegen::GpuModule mod = kiln::build_gpu({f}, t, opt);
       auto xv = ref::random_floats(m * k, 11, -4.f, 4.f), wv = ref::random_floats(n * k, 12, -4.f, 4.f);
       std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
                                    NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
@@ -342,7 +342,7 @@ TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-check
     REQUIRE(test::occurrences(ir::to_string(f), "async_copy = 16") == 4);
     codegen::GpuBuildOptions opt;
     opt.race_check = race_check;
-    codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
+    codegen::GpuModule mod = kiln::build_gpu({f}, t, opt);
     auto av = ref::random_floats(m * k, 13, -4.f, 4.f), bv = ref::random_floats(k * n, 14, -4.f, 4.f);
     std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), av),
                                  NDArray::from_vector<float>({k, n}, runtime::dtype_f32(), bv),
@@ -358,7 +358,7 @@ TEST_CASE("async copies: the asynchronous form's OpenCL twin on PoCL, race-check
   REQUIRE(test::occurrences(ir::to_string(f), "async_copy = 4") == 4);
   codegen::GpuBuildOptions opt;
   opt.race_check = true;
-  codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
+  codegen::GpuModule mod = kiln::build_gpu({f}, t, opt);
   auto xv = ref::random_floats(8 * 9 * 11, 31, -4.f, 4.f), wv = ref::random_floats(12 * 8 * 9, 32, -4.f, 4.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({1, 8, 9, 11}, runtime::dtype_f32(), xv),
                                NDArray::from_vector<float>({12, 8, 3, 3}, runtime::dtype_f32(), wv),

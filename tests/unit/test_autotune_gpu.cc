@@ -5,7 +5,7 @@
 #include <regex>
 
 #include "kiln/autotune/gpu_measure.h"
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/operation.h"
@@ -25,8 +25,8 @@ std::pair<ir::PrimFunc, codegen::GpuModule> add_kernel(size_t threads, bool mult
   schedule::Schedule s = schedule::create({out});
   schedule::Config cfg = schedule::Config::with_choices({{"threads", threads}});
   schedule::schedule_generic_gpu(s, {out}, target, cfg);
-  ir::PrimFunc f = codegen::lower_to_ir(s, {a, b, out}, "add");
-  return {f, codegen::build_gpu({f}, target)};
+  ir::PrimFunc f = kiln::loop_ir(s, {a, b, out}, "add");
+  return {f, kiln::build_gpu({f}, target)};
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <limits>
 #include <sstream>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/ir/printer.h"
 #include "kiln/runtime/kernel.h"
 #include "kiln/testing/reference.h"
@@ -30,7 +30,7 @@ namespace {
 // arguments' logical shapes; inputs fill the first args, the rest are outputs (NaN first).
 std::vector<NDArray> compile_and_run(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                                      const std::vector<std::vector<float>>& inputs) {
-  codegen::Module m = codegen::build(s, args, Target::host(), "f");
+  codegen::Module m = kiln::build(s, args, Target::host(), "f");
   std::vector<NDArray> arrays;
   for (size_t i = 0; i < args.size(); ++i) {
     ir::DataType t = args[i].dtype();
@@ -226,9 +226,9 @@ TEST_CASE("the driver runs the IR passes: what reaches LLVM is flat vector IR", 
   auto s = schedule::create({c.D});
   s[c.D].vectorize(s[c.D].op_axis(1));
   std::ostringstream captured;
-  codegen::PipelineOptions o;
+  kiln::PipelineOptions o;
   o.dump = kiln::StageDumper("all", &captured);
-  auto m = codegen::build(s, c.args(), Target::host(), "chain", o);
+  auto m = kiln::build(s, c.args(), Target::host(), "chain", o);
   std::string lowered = ir::to_string(m.lowered_function("chain"));
   CHECK(test::contains(lowered, "ramp("));
   CHECK_FALSE(test::contains(lowered, "vectorized"));
@@ -237,7 +237,7 @@ TEST_CASE("the driver runs the IR passes: what reaches LLVM is flat vector IR", 
   // 16 lanes whatever the target's vector width: the schedule vectorized a 16-wide axis.
   for (const Target& target : test::inspected_targets()) {
     INFO(target.cpu);
-    CHECK(test::contains(codegen::build(s, c.args(), target, "chain").llvm_ir(), "<16 x float>"));
+    CHECK(test::contains(kiln::build(s, c.args(), target, "chain").llvm_ir(), "<16 x float>"));
   }
   // run() checks the logical shapes of the parameters as lowered, not the flattened ones.
   NDArray a = NDArray::zeros({16, 16}, runtime::dtype_f32()), d = NDArray::zeros({16, 16}, runtime::dtype_f32());

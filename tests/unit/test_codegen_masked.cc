@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/lower/strategy.h"
 #include "kiln/te/ops/transform.h"
 #include "kiln/testing/reference.h"
@@ -146,7 +146,7 @@ TEST_CASE("3x3 convs at input widths 23 and 55 (and 56) match the reference on x
         schedule::Config cfg;
         schedule::Schedule s = st.schedule({conv}, conv, target, cfg);
         if (!test::runs_here(target)) continue;
-        codegen::Module m = codegen::build(s, {x, wt, conv}, target, "conv");
+        codegen::Module m = kiln::build(s, {x, wt, conv}, target, "conv");
         std::vector<float> xv = ref::random_floats(size_t(c) * h * w, 11), wv = ref::random_floats(size_t(oc) * c * 9, 12);
         NDArray X = NDArray::from_vector<float>({1, c, h, w}, runtime::dtype_f32(), xv);
         NDArray Wt = NDArray::from_vector<float>({oc, c, 3, 3}, runtime::dtype_f32(), wv);
@@ -174,7 +174,7 @@ TEST_CASE("a 16-lane masked row load whose upper 8 lanes are off neither reads t
   schedule::Schedule s = schedule::create({p});
   auto [co, ci] = s[p].split(s[p].op_axis(1), 16);
   s[p].vectorize(ci);
-  codegen::Module m = codegen::build(s, {x, p}, Target::parse("llvm -mcpu=x86-64-v3"), "pad");
+  codegen::Module m = kiln::build(s, {x, p}, Target::parse("llvm -mcpu=x86-64-v3"), "pad");
   // LLVM gets 8-lane (256-bit) masked loads only: no wider ones for its x86 backend to split.
   CHECK(test::contains(m.llvm_ir(), "@llvm.masked.load.v8f32"));
   CHECK_FALSE(test::contains(m.llvm_ir(), "@llvm.masked.load.v16f32"));
@@ -203,7 +203,7 @@ TEST_CASE("a store under a run-time mask is a plain store when all its lanes are
     schedule::Schedule s = schedule::create({y});
     auto [jo, ji] = s[y].split(s[y].op_axis(1), 8);
     s[y].vectorize(ji);
-    codegen::Module m = codegen::build(s, {x, y}, Target::parse("llvm -mcpu=" + cpu), "sq");
+    codegen::Module m = kiln::build(s, {x, y}, Target::parse("llvm -mcpu=" + cpu), "sq");
     const bool mask_registers = cpu == "x86-64-v4";
     CHECK(test::contains(m.llvm_ir(), "@llvm.masked.store"));
     CHECK(test::contains(m.llvm_ir(), "store.full") != mask_registers);
@@ -239,7 +239,7 @@ TEST_CASE("int8 row loads under a run-time mask load plainly when whole, and nev
     schedule::Schedule s = schedule::create({p});
     auto [co, ci] = s[p].split(s[p].op_axis(1), 8);
     s[p].vectorize(ci);
-    codegen::Module m = codegen::build(s, {x, p}, Target::parse("llvm -mcpu=" + cpu), "plane");
+    codegen::Module m = kiln::build(s, {x, p}, Target::parse("llvm -mcpu=" + cpu), "plane");
     CHECK(test::contains(m.llvm_ir(), "load.full") != (cpu == "x86-64-v4"));
     if (!test::runs_here(m.target())) continue;
     std::vector<int8_t> xin(size_t(h) * w);
@@ -268,7 +268,7 @@ TEST_CASE("stride-2 and stride-3 int8 loads read their span plainly, not past it
       INFO(cpu << ", stride " << stride);
       schedule::Schedule s = schedule::create({y});
       s[y].vectorize(s[y].op_axis(1));
-      codegen::Module m = codegen::build(s, {x, y}, Target::parse("llvm -mcpu=" + cpu), "pick");
+      codegen::Module m = kiln::build(s, {x, y}, Target::parse("llvm -mcpu=" + cpu), "pick");
       if (cpu != "x86-64-v4") CHECK_FALSE(test::contains(m.llvm_ir(), "@llvm.masked.load"));
       if (!test::runs_here(m.target())) continue;
       std::vector<uint8_t> xin(size_t(h) * w);

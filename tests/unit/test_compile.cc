@@ -12,8 +12,8 @@
 
 #include "kiln/codegen/build.h"
 #include "kiln/compiler.h"
+#include "kiln/lower/schedule_group.h"
 #include "kiln/relay/evaluate.h"
-#include "kiln/lower/lower.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/runtime/version.h"
 #include "test_graph_util.h"

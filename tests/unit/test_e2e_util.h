@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/testing/reference.h"
 
@@ -16,9 +16,9 @@ namespace kiln::e2e {
 inline std::vector<float> run_f32(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                                   const std::vector<std::vector<float>>& inputs,
                                   std::vector<std::string>* notes = nullptr) {
-  codegen::PipelineOptions opts;
+  kiln::PipelineOptions opts;
   opts.notes = notes;
-  codegen::Module mod = codegen::build(s, args, Target::host(), "kernel", opts);
+  codegen::Module mod = kiln::build(s, args, Target::host(), "kernel", opts);
   std::vector<runtime::NDArray> arrays;
   std::vector<DLTensor*> dl;
   for (size_t i = 0; i < args.size(); ++i) {

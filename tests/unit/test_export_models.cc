@@ -10,10 +10,10 @@
 #include <cstring>
 #include <sys/stat.h>
 
+#include "kiln/lower/graph_plan.h"
 #include "kiln/relay/frontend/onnx.h"
-#include "kiln/lower/lower.h"
-#include "kiln/support/error.h"
 #include "kiln/runtime/kiln_runtime.h"
+#include "kiln/support/error.h"
 #include "test_export_util.h"
 #include "test_onnx_builder.h"
 #include "test_shared_dir.h"

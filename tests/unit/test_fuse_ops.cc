@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "../../src/relay/analysis/post_dominator.h"
+#include "kiln/lower/schedule_group.h"
 #include "kiln/relay/frontend/onnx.h"
-#include "kiln/lower/lower.h"
 #include "kiln/relay/printer.h"
 #include "test_graph_util.h"
 

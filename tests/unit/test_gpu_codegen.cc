@@ -2,7 +2,7 @@
 // split_host_device (before/after) and the CUDA C / OpenCL C text.
 #include <catch2/catch.hpp>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/shared_storage.h"
@@ -28,7 +28,7 @@ ir::PrimFunc add_relu(const Target& t, int64_t rows, int64_t cols) {
   schedule::Schedule s = schedule::create({out});
   schedule::Config cfg;
   schedule::schedule_generic_gpu(s, {out}, t, cfg);
-  return codegen::lower_to_ir(s, {a, b, out}, "add_relu");
+  return kiln::loop_ir(s, {a, b, out}, "add_relu");
 }
 
 ir::PrimFunc softmax_rows(const Target& t, int64_t rows, int64_t cols) {
@@ -37,7 +37,7 @@ ir::PrimFunc softmax_rows(const Target& t, int64_t rows, int64_t cols) {
   schedule::Schedule s = schedule::create({y});
   schedule::Config cfg;
   schedule::schedule_generic_gpu(s, {y}, t, cfg);
-  return codegen::lower_to_ir(s, {x, y}, "softmax");
+  return kiln::loop_ir(s, {x, y}, "softmax");
 }
 
 }  // namespace
@@ -87,7 +87,7 @@ TEST_CASE("gpu target errors name the culprit", "[gpu]") {
 
 TEST_CASE("generic gpu schedule binds blocks and threads, one kernel per kept stage", "[gpu]") {
   const Target t = Target::parse("opencl");
-  codegen::GpuModule m = codegen::build_gpu({add_relu(t, 30, 50)}, t);
+  codegen::GpuModule m = kiln::build_gpu({add_relu(t, 30, 50)}, t);
   REQUIRE(m.programs.size() == 1);
   const ir::DeviceProgram& p = m.programs[0];
   REQUIRE(p.kernels.size() == 1);
@@ -102,7 +102,7 @@ TEST_CASE("generic gpu schedule binds blocks and threads, one kernel per kept st
 
   // Softmax: the max and the sum are reductions other stages read: kernels of their own,
   // writing workspace buffers.
-  codegen::GpuModule sm = codegen::build_gpu({softmax_rows(t, 4, 1000)}, t);
+  codegen::GpuModule sm = kiln::build_gpu({softmax_rows(t, 4, 1000)}, t);
   const ir::DeviceProgram& q = sm.programs[0];
   CHECK(q.kernels.size() >= 3);
   CHECK(q.workspace.size() + 1 == q.kernels.size());
@@ -115,7 +115,7 @@ TEST_CASE("generic gpu schedule binds blocks and threads, one kernel per kept st
 
 TEST_CASE("cuda text of the same schedule", "[gpu]") {
   const Target t = Target::parse("cuda -arch=sm_90");
-  codegen::GpuModule m = codegen::build_gpu({add_relu(t, 30, 50)}, t, codegen::GpuBuildOptions{false});
+  codegen::GpuModule m = kiln::build_gpu({add_relu(t, 30, 50)}, t, codegen::GpuBuildOptions{false});
   CHECK_THAT(m.source, Contains("extern \"C\" __global__ void __launch_bounds__(256) add_relu("));
   CHECK_THAT(m.source, Contains("const float* __restrict__ A") && Contains("blockIdx.x") && Contains("threadIdx.x"));
   CHECK_THAT(m.source, Contains("kiln_max_float32"));
@@ -309,7 +309,7 @@ TEST_CASE("plan_shared_storage: buffers live apart share bytes, and insert_threa
   // The printer carves both out of one array, at their offsets.
   codegen::GpuBuildOptions text_only;
   text_only.compile = false;
-  const std::string cuda = codegen::build_gpu({two_exchanges(false)}, Target::parse("cuda -arch=sm_80"), text_only).source;
+  const std::string cuda = kiln::build_gpu({two_exchanges(false)}, Target::parse("cuda -arch=sm_80"), text_only).source;
   INFO(cuda);
   CHECK_THAT(cuda, Contains("__shared__ __align__(16) unsigned char kiln_shared[128];"));
   CHECK_THAT(cuda, Contains("float* const S = reinterpret_cast<float*>(kiln_shared + 0);"));

@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/matmul_gpu.h"
 #include "kiln/te/ops/nn_conv.h"
@@ -29,7 +29,7 @@ codegen::GpuModule build_generic(const std::vector<te::Tensor>& args, const std:
   schedule::Schedule s = schedule::create(outs);
   schedule::Config cfg = schedule::Config::with_choices({{"threads", threads_choice}});
   schedule::schedule_generic_gpu(s, outs, target, cfg);
-  return codegen::build_gpu({codegen::lower_to_ir(s, args, "f")}, target);
+  return kiln::build_gpu({kiln::loop_ir(s, args, "f")}, target);
 }
 
 
@@ -104,7 +104,7 @@ void check_dense_on_opencl(runtime::DeviceAPI& dev, int64_t m, int64_t n, int64_
   schedule::Config cfg = schedule::Config::with_choices(choices);
   const Target t = Target::parse("opencl");
   schedule::Schedule s = schedule::schedule_anchor_gpu({out}, prod, schedule::schedule_matmul_gpu, t, cfg);
-  codegen::GpuModule mod = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, bias, out}, "dense")}, t);
+  codegen::GpuModule mod = kiln::build_gpu({kiln::loop_ir(s, {x, w, bias, out}, "dense")}, t);
   auto xv = ref::random_floats(m * k, 11, -4.f, 4.f), wv = ref::random_floats(n * k, 12, -4.f, 4.f);
   auto bv = ref::random_floats(n, 13, -4.f, 4.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
@@ -152,7 +152,7 @@ TEST_CASE("opencl: batch matmul with broadcast batch dims through the matmul tem
   schedule::Config cfg;
   const Target t = Target::parse("opencl");
   schedule::Schedule s = schedule::schedule_anchor_gpu({c}, c, schedule::schedule_matmul_gpu, t, cfg);
-  codegen::GpuModule mod = codegen::build_gpu({codegen::lower_to_ir(s, {a, bb, c}, "bmm")}, t);
+  codegen::GpuModule mod = kiln::build_gpu({kiln::loop_ir(s, {a, bb, c}, "bmm")}, t);
   CHECK(mod.programs[0].launches[0].grid[2] == b);
   auto av = ref::random_floats(b * m * k, 21, -4.f, 4.f), bv = ref::random_floats(k * n, 22, -4.f, 4.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({b, m, k}, runtime::dtype_f32(), av),
@@ -195,13 +195,13 @@ TEST_CASE("cuda: the matmul template's corners compile for sm_80 and sm_90 withi
       schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg);
       codegen::GpuBuildOptions text_only;
       text_only.compile = false;
-      codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "dense")}, t, text_only);
+      codegen::GpuModule m = kiln::build_gpu({kiln::loop_ir(s, {x, w, y}, "dense")}, t, text_only);
       CHECK(m.programs[0].launches[0].dynamic_shared_bytes == (256 * 36 + 256 * 33) * 4 * 2);
       CHECK_THAT(m.source, Catch::Contains("extern __shared__ __align__(16) unsigned char kiln_shared[];"));
       continue;
     }
     schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg);
-    codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "dense")}, t);
+    codegen::GpuModule m = kiln::build_gpu({kiln::loop_ir(s, {x, w, y}, "dense")}, t);
     REQUIRE(m.images.size() == 3);
     // Both halves of the double-buffered tile (the default on sm_90), 64 rows of 16 + 4 floats
     // (read down the columns: rows padded by 16 bytes).
@@ -230,7 +230,7 @@ TEST_CASE("opencl: convolutions as implicit GEMM in shared-memory tiles, strided
     te::Tensor y = te::ops::conv2d_gemm(x, w, a);
     schedule::Config cfg = schedule::Config::with_choices(c.knobs);
     schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_conv_gemm_gpu, t, cfg);
-    codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "conv")}, t);
+    codegen::GpuModule m = kiln::build_gpu({kiln::loop_ir(s, {x, w, y}, "conv")}, t);
     const int64_t oh = y.shape()[2], ow = y.shape()[3];
     auto xv = ref::random_floats(c.c * c.h * c.w, 31, -4.f, 4.f);
     auto wv = ref::random_floats(c.oc * c.c * c.k * c.k, 32, -4.f, 4.f);

@@ -10,7 +10,7 @@
 #include <map>
 #include <random>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/matmul_gpu.h"
@@ -42,7 +42,7 @@ DenseRun run_dense(runtime::DeviceAPI& dev, int64_t m, int64_t n, int64_t k, con
   schedule::Config cfg = schedule::Config::with_choices(choices);
   const Target t = Target::parse("opencl");
   schedule::Schedule s = schedule::schedule_anchor_gpu({y}, y, schedule::schedule_matmul_gpu, t, cfg);
-  codegen::GpuModule mod = codegen::build_gpu({codegen::lower_to_ir(s, {x, w, y}, "dense")}, t, opt);
+  codegen::GpuModule mod = kiln::build_gpu({kiln::loop_ir(s, {x, w, y}, "dense")}, t, opt);
   auto xv = ref::random_floats(m * k, 11, -4.f, 4.f), wv = ref::random_floats(n * k, 12, -4.f, 4.f);
   std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
                                NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
@@ -140,7 +140,7 @@ TEST_CASE("race check: kernels without shared memory take the record and run unc
   schedule::schedule_generic_gpu(s, {out}, t, cfg);
   codegen::GpuBuildOptions opt;
   opt.race_check = true;
-  codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {a, b, out}, "f")}, t, opt);
+  codegen::GpuModule m = kiln::build_gpu({kiln::loop_ir(s, {a, b, out}, "f")}, t, opt);
   INFO(m.source);
   CHECK_THAT(m.source, Catch::Contains("kiln_races") && !Catch::Contains("kiln_rc_epoch"));
   CHECK(m.race_checked_buffers.empty());
@@ -166,7 +166,7 @@ TEST_CASE("race check: refused for cuda targets", "[gpu]") {
   codegen::GpuBuildOptions opt;
   opt.race_check = true;
   opt.compile = false;
-  CHECK_THROWS_WITH(codegen::build_gpu({codegen::lower_to_ir(s, {a, out}, "f")}, t, opt),
+  CHECK_THROWS_WITH(kiln::build_gpu({kiln::loop_ir(s, {a, out}, "f")}, t, opt),
                     Catch::Contains("race_check instruments OpenCL kernels only"));
 }
 
@@ -187,7 +187,7 @@ TEST_CASE("race check: the cross-thread reduction of softmax is race-free, and r
       out.body = test::DropBarrier(drop).mutate_stmt(k.body);
       return out;
     };
-    codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, y}, "softmax")}, t, opt);
+    codegen::GpuModule m = kiln::build_gpu({kiln::loop_ir(s, {x, y}, "softmax")}, t, opt);
     auto xv = ref::random_floats(rows * cols, 41, -4.f, 4.f);
     std::vector<NDArray> args = {NDArray::from_vector<float>({rows, cols}, runtime::dtype_f32(), xv),
                                  NDArray::zeros({rows, cols}, runtime::dtype_f32())};

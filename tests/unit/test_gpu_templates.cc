@@ -26,7 +26,7 @@
 #include <set>
 #include <sstream>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/schedule/templates/conv_direct_gpu.h"
@@ -321,7 +321,7 @@ Corners lower_corners(const Op& op, const Target& t) {
     schedule::Config cfg = schedule::Config::with_choices(point);
     try {
       schedule::Schedule s = op.schedule(t, cfg);
-      ir::PrimFunc f = codegen::lower_to_ir(s, op.args, "corner" + std::to_string(c.funcs.size()));
+      ir::PrimFunc f = kiln::loop_ir(s, op.args, "corner" + std::to_string(c.funcs.size()));
       ir::verify_gpu(f, codegen::gpu_limits(t));
       c.funcs.push_back(f);
       c.configs.push_back(cfg.str());
@@ -340,7 +340,7 @@ Corners lower_corners(const Op& op, const Target& t) {
 // and the corner's config.
 std::vector<std::pair<double, std::string>> run_corners(runtime::DeviceAPI& dev, const Op& op) {
   Corners c = lower_corners(op, opencl_target());
-  codegen::GpuModule m = codegen::build_gpu(c.funcs, opencl_target());
+  codegen::GpuModule m = kiln::build_gpu(c.funcs, opencl_target());
   std::vector<std::pair<double, std::string>> worst;
   for (size_t i = 0; i < c.funcs.size(); ++i) {
     std::vector<NDArray> args;
@@ -424,7 +424,7 @@ void check_template(const std::string& tmpl, int refused) {
     refused_here += c.refused;
     if (!codegen::cuda_codegen_available()) continue;
     INFO(tmpl << ": " << op.name << ", " << c.funcs.size() << " corners");
-    codegen::GpuModule m = codegen::build_gpu(c.funcs, cuda_target());
+    codegen::GpuModule m = kiln::build_gpu(c.funcs, cuda_target());
     REQUIRE(m.images.size() == 3);  // sm_80 and sm_90 cubins, compute_90 PTX
     CHECK(m.images[0].sm == 80);
     CHECK(m.images[1].sm == 90);
@@ -488,7 +488,7 @@ TEST_CASE("gpu templates: gpu_injective over the corners of its knob space", "[g
     codegen::GpuBuildOptions print_only;
     print_only.compile = false;
     const std::string cuda =
-        codegen::build_gpu({codegen::lower_to_ir(op.schedule(cuda_target(), cfg), op.args, "relu")}, cuda_target(),
+        kiln::build_gpu({kiln::loop_ir(op.schedule(cuda_target(), cfg), op.args, "relu")}, cuda_target(),
                            print_only)
             .source;
     INFO(cfg.str() << "\n" << cuda);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/compiler.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/printer.h"
@@ -64,7 +64,7 @@ struct Gemm {
     schedule::Config cfg = schedule::Config::with_choices(choices);
     schedule::Schedule s = schedule::schedule_anchor_gpu({c}, sum(), schedule::schedule_matmul_gpu, t, cfg);
     if (config) *config = cfg.str();
-    return codegen::lower_to_ir(s, {a, b, c}, "gemm");
+    return kiln::loop_ir(s, {a, b, c}, "gemm");
   }
   std::string name() const {
     const char* kinds[] = {"dense", "matmul", "batch matmul"};
@@ -116,7 +116,7 @@ TEST_CASE("tensor cores: the default float16 and bfloat16 GEMMs on sm_80 and sm_
       CHECK_THAT(config, Contains("tensor_core=1") && Contains("double_buffer=1"));
       codegen::GpuBuildOptions text_only;
       text_only.compile = false;
-      const std::string source = codegen::build_gpu({f}, t, text_only).source;
+      const std::string source = kiln::build_gpu({f}, t, text_only).source;
       const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + (g.in.is_bfloat() ? "bf16.bf16" : "f16.f16") + ".f32";
       // The default 2 x 2 warps of 2 x 4 tiles, K slices of 32: 16 mma per warp and slice.
       CHECK(test::occurrences(source, mma) == 16);
@@ -162,13 +162,13 @@ TEST_CASE("tensor cores: 128 x 128 tiles in dynamic shared memory, and 3-buffer 
     const int64_t operands = (128 * (32 + 8) + 128 * (32 + 8)) * 2 * 3, staging = 128 * (128 + 8) * 4;
     codegen::GpuBuildOptions text_only;
     text_only.compile = false;
-    const codegen::GpuModule text = codegen::build_gpu({f}, t, text_only);
+    const codegen::GpuModule text = kiln::build_gpu({f}, t, text_only);
     CHECK(text.programs[0].launches[0].dynamic_shared_bytes == std::max(operands, staging));
     CHECK_THAT(text.source, Contains("extern __shared__ __align__(16) unsigned char kiln_shared[];"));
     CHECK(test::occurrences(text.source, "__shared__") == 1);
     // Its sibling of 64 x 64 tiles stays static.
     const ir::PrimFunc small = g.lower(t, {}, nullptr);
-    CHECK(codegen::build_gpu({small}, t, text_only).programs[0].launches[0].dynamic_shared_bytes == 0);
+    CHECK(kiln::build_gpu({small}, t, text_only).programs[0].launches[0].dynamic_shared_bytes == 0);
     if (!codegen::cuda_codegen_available()) {
       WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
       continue;
@@ -219,7 +219,7 @@ TEST_CASE("tensor cores: the schedule's OpenCL twin on PoCL against a double-pre
       REQUIRE(test::occurrences(ir::to_string(f), "mma_sync") > 0);
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
-      const codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
+      const codegen::GpuModule mod = kiln::build_gpu({f}, t, opt);
       test::RaceReport races;
       CHECK(wrong_on_pocl(*dev, g, mod, race_check ? &races : nullptr) == 0);
       CHECK(races.count == 0);
@@ -237,13 +237,13 @@ TEST_CASE("tensor cores: the schedule's OpenCL twin on PoCL against a double-pre
     std::string config;
     const ir::PrimFunc f = g.lower(t, choices, &config);
     INFO(config);
-    CHECK(wrong_on_pocl(*dev, g, codegen::build_gpu({f}, t), nullptr) == 0);
+    CHECK(wrong_on_pocl(*dev, g, kiln::build_gpu({f}, t), nullptr) == 0);
     if (!choices.count("pipeline_stages")) continue;
     // The pipelines race-checked too: a buffer refilled before every thread read it would show.
     codegen::GpuBuildOptions opt;
     opt.race_check = true;
     test::RaceReport races;
-    CHECK(wrong_on_pocl(*dev, g, codegen::build_gpu({f}, t, opt), &races) == 0);
+    CHECK(wrong_on_pocl(*dev, g, kiln::build_gpu({f}, t, opt), &races) == 0);
     CHECK(races.count == 0);
     CHECK_THAT(ir::to_string(f), Contains("double_buffer_scope = " + std::to_string(choices.at("pipeline_stages") + 2)));
   }
@@ -315,7 +315,7 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
     CHECK_THAT(config, Contains("warpgroup_mma=1"));
     codegen::GpuBuildOptions text_only;
     text_only.compile = false;
-    const std::string source = codegen::build_gpu({f}, t, text_only).source;
+    const std::string source = kiln::build_gpu({f}, t, text_only).source;
     const bool big = g.m == 4096;
     const std::string wgmma = std::string("wgmma.mma_async.sync.aligned.m64n") + (big ? "256" : "8") + "k16.f32." +
                               (g.in.is_bfloat() ? "bf16.bf16" : "f16.f16");
@@ -330,7 +330,7 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
     CHECK(test::occurrences(source, "__align__(1024)") == (big ? 1 : 0));
     std::map<std::string, size_t> plain = on;
     plain["wgmma_swizzle"] = 0;
-    const std::string unswizzled = codegen::build_gpu({g.lower(t, plain)}, t, text_only).source;
+    const std::string unswizzled = kiln::build_gpu({g.lower(t, plain)}, t, text_only).source;
     CHECK(test::occurrences(unswizzled, ", 1))") == 0);
     CHECK(test::occurrences(unswizzled, "__align__(1024)") == 0);
     // B's descriptor names it N-major for the matmul (the last immediate).
@@ -344,7 +344,7 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
     // Waited for in its own slice: no run in flight, the same one wait.
     std::map<std::string, size_t> each = on;
     each["wgmma_in_flight"] = 0;
-    const std::string waited = codegen::build_gpu({g.lower(t, each)}, t, text_only).source;
+    const std::string waited = kiln::build_gpu({g.lower(t, each)}, t, text_only).source;
     CHECK(test::occurrences(waited, "wgmma.wait_group.sync.aligned 1;") == 0);
     CHECK(test::occurrences(waited, "wgmma.wait_group.sync.aligned 0;") == 1);
     // Every barrier after this thread's shared-memory writes orders them for the async proxy.
@@ -354,7 +354,7 @@ TEST_CASE("wgmma: sm_90a's float16 GEMMs as warpgroup mma from core matrices, an
       WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
       continue;
     }
-    const codegen::GpuModule mod = codegen::build_gpu({f}, t);
+    const codegen::GpuModule mod = kiln::build_gpu({f}, t);
     REQUIRE(mod.images.size() == 1);  // the sm_90a cubin alone
     CHECK(mod.images[0].sm == 90);
     CHECK_FALSE(mod.images[0].ptx);
@@ -413,7 +413,7 @@ TEST_CASE("wgmma: the schedule's OpenCL twin on PoCL (core matrices, reference l
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
       test::RaceReport races;
-      CHECK(wrong_on_pocl(*dev, g, codegen::build_gpu({f}, t, opt), race_check ? &races : nullptr) == 0);
+      CHECK(wrong_on_pocl(*dev, g, kiln::build_gpu({f}, t, opt), race_check ? &races : nullptr) == 0);
       CHECK(races.count == 0);
     }
   }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/compiler.h"
 #include "kiln/ir/printer.h"
@@ -60,7 +60,7 @@ struct Conv {
     schedule::Config cfg = schedule::Config::with_choices(choices);
     schedule::Schedule s = schedule::schedule_anchor_gpu({y}, conv, schedule::schedule_conv_gemm_gpu, t, cfg);
     if (config) *config = cfg.str();
-    return codegen::lower_to_ir(s, args(), "conv");
+    return kiln::loop_ir(s, args(), "conv");
   }
   std::string name() const {
     return in.str() + " " + std::to_string(shape.n) + "x" + std::to_string(shape.c) + "x" + std::to_string(shape.h) + "x" +
@@ -139,7 +139,7 @@ TEST_CASE("tensor-core convs: the OpenCL twin on PoCL against a double-precision
       REQUIRE(test::occurrences(ir::to_string(f), "mma_sync") > 0);
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
-      const codegen::GpuModule mod = codegen::build_gpu({f}, t, opt);
+      const codegen::GpuModule mod = kiln::build_gpu({f}, t, opt);
       test::RaceReport races;
       CHECK(wrong_on_pocl(*dev, cv, mod, race_check ? &races : nullptr) == 0);
       CHECK(races.count == 0);
@@ -157,7 +157,7 @@ TEST_CASE("tensor-core convs: the OpenCL twin on PoCL against a double-precision
     const ir::PrimFunc f = cv.lower(t, choices, &config);
     INFO(cv.name() << ": " << config);
     CHECK((test::occurrences(ir::to_string(f), "mma_sync") > 0) == (choices.at("tensor_core") == 1));
-    CHECK(wrong_on_pocl(*dev, cv, codegen::build_gpu({f}, t), nullptr) == 0);
+    CHECK(wrong_on_pocl(*dev, cv, kiln::build_gpu({f}, t), nullptr) == 0);
   }
 }
 
@@ -175,7 +175,7 @@ TEST_CASE("tensor-core convs: the default schedule on sm_80 and sm_90 is mma.syn
                               (cv.in.is_bfloat() ? "bf16.bf16" : "f16.f16") + ".f32";
       codegen::GpuBuildOptions text_only;
       text_only.compile = false;
-      const std::string source = codegen::build_gpu({f}, t, text_only).source;
+      const std::string source = kiln::build_gpu({f}, t, text_only).source;
       CHECK(test::occurrences(source, mma) > 0);
       // cp.async copies the weight matrix's tiles where there are several K slices to
       // double-buffer and its rows are whole 16-byte vectors (C KH KW a multiple of 8); the

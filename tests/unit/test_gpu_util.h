@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/codegen/gpu_build.h"
+#include "kiln/pipeline.h"
 #include "kiln/ir/functor.h"
 #include "kiln/runtime/device_api.h"
 #include "kiln/runtime/ndarray.h"
@@ -40,7 +41,7 @@ inline ir::KernelLaunch launch_of(const std::string& name, int64_t threads) {
 inline codegen::GpuModule build_own_sm(const std::vector<ir::PrimFunc>& funcs, const Target& t) {
   codegen::GpuBuildOptions own;
   own.image_sms = {t.gpu.sm};
-  codegen::GpuModule mod = codegen::build_gpu(funcs, t, own);
+  codegen::GpuModule mod = kiln::build_gpu(funcs, t, own);
   REQUIRE(mod.images.size() == 2);
   CHECK(mod.images[0].sm == t.gpu.sm);
   CHECK(!mod.images[0].ptx);

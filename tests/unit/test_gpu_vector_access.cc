@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/te/operation.h"
 #include "test_gpu_util.h"
 
@@ -34,12 +34,12 @@ ir::PrimFunc vector_kernel(const std::string& name, const std::vector<te::Tensor
   s[y].vectorize(v);
   std::vector<te::Tensor> args = inputs;
   args.push_back(y);
-  return codegen::lower_to_ir(s, args, name);
+  return kiln::loop_ir(s, args, name);
 }
 
 std::string cuda_text(const ir::PrimFunc& f) {
   const Target t = Target::parse("cuda -arch=sm_90");
-  codegen::GpuModule m = codegen::build_gpu({f}, t);
+  codegen::GpuModule m = kiln::build_gpu({f}, t);
   if (codegen::cuda_codegen_available()) CHECK(m.images.size() == 3);  // sm_80, sm_90 cubins and PTX
   return m.source;
 }
@@ -47,7 +47,7 @@ std::string cuda_text(const ir::PrimFunc& f) {
 // Runs f on the OpenCL device with float arrays `in` and returns its float output of n elements.
 std::vector<float> run_opencl(runtime::DeviceAPI& dev, const ir::PrimFunc& f, const std::vector<std::vector<float>>& in,
                               int64_t n, std::string* source) {
-  codegen::GpuModule m = codegen::build_gpu({f}, Target::parse("opencl"));
+  codegen::GpuModule m = kiln::build_gpu({f}, Target::parse("opencl"));
   *source = m.source;
   std::vector<NDArray> args;
   for (const auto& v : in)
@@ -139,7 +139,7 @@ TEST_CASE("gpu vector accesses: float16 lanes are ushort4 bits converted lane by
   CHECK_THAT(cuda_text(f), Contains("asm(\"cvt.rn.f16.f32 %0, %1;\"") && Contains("asm(\"cvt.f32.f16 %0, %1;\"") &&
                                !Contains("kiln_f32_to_f16(kiln_round_f16("));
   REQUIRE_OPENCL(dev);
-  codegen::GpuModule m = codegen::build_gpu({f}, Target::parse("opencl"));
+  codegen::GpuModule m = kiln::build_gpu({f}, Target::parse("opencl"));
   CHECK_THAT(m.source, Contains("const ushort4 H_v = vload4(0, H + ") && Contains("vstore4(((ushort4)("));
   // 1, 1.5, -1, 0 doubled: 2, 3, -2, 0 (exact in float16).
   const std::vector<uint16_t> in = {0x3C00, 0x3E00, 0xBC00, 0x0000}, out = {0x4000, 0x4200, 0xC000, 0x0000};

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "kiln/lower/schedule_group.h"
 #include "kiln/relay/evaluate.h"
-#include "kiln/lower/lower.h"
 #include "kiln/relay/printer.h"
 #include "kiln/relay/verify.h"
 #include "test_graph_util.h"

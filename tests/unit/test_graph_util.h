@@ -11,7 +11,7 @@
 
 #include "kiln/codegen/build.h"
 #include "kiln/compiler.h"
-#include "kiln/lower/lower.h"
+#include "kiln/lower/schedule_group.h"
 #include "kiln/relay/op.h"
 #include "kiln/relay/transforms.h"
 #include "kiln/support/error.h"

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/transforms.h"
-#include "kiln/schedule/lower.h"
+#include "kiln/schedule/loop_nest.h"
 #include "kiln/schedule/templates/generic_gpu.h"
 #include "kiln/schedule/templates/matmul_gpu.h"
 #include "kiln/te/ops/nn_dense.h"
@@ -72,7 +72,7 @@ ir::PrimFunc dense_ir(int64_t m, int64_t n, int64_t k, bool db, const Target& t,
     }
   }
   REQUIRE(marked == (db ? 2 : 0));
-  return codegen::lower_to_ir(s, {x, w, y}, "dense");
+  return kiln::loop_ir(s, {x, w, y}, "dense");
 }
 
 // Outputs of the m x n dense x . w^T (k deep) off a double-precision reference by more than
@@ -270,7 +270,7 @@ TEST_CASE("double_buffer: buffers past the opt-in shared memory are refused by b
   PrimFunc f = test::prim_func("big", {x, y}, for_loop(tx, 0, 32, ForKind::ThreadBinding, loop, "threadIdx.x"));
   codegen::GpuBuildOptions text_only;
   text_only.compile = false;
-  CHECK_THROWS_WITH(codegen::build_gpu({f}, Target::parse("cuda -arch=sm_90"), text_only),
+  CHECK_THROWS_WITH(kiln::build_gpu({f}, Target::parse("cuda -arch=sm_90"), text_only),
                     Contains("kernel 'big': 245760 bytes of shared memory per block, more than the 232448 target "
                              "'cuda -arch=sm_90") &&
                         Contains("' allows with the opt-in"));
@@ -356,7 +356,7 @@ TEST_CASE("double_buffer: the matmul template on the OpenCL device, race-checked
       INFO("dense " << m << "x" << n << "x" << k << ", " << buffers << " buffers" << (race_check ? " race-checked" : ""));
       codegen::GpuBuildOptions opt;
       opt.race_check = race_check;
-      codegen::GpuModule mod = codegen::build_gpu({dense_ir(m, n, k, true, t, {}, 0, static_cast<int>(buffers))}, t, opt);
+      codegen::GpuModule mod = kiln::build_gpu({dense_ir(m, n, k, true, t, {}, 0, static_cast<int>(buffers))}, t, opt);
       auto xv = ref::random_floats(m * k, 11, -4.f, 4.f), wv = ref::random_floats(n * k, 12, -4.f, 4.f);
       std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
                                    NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
@@ -381,11 +381,11 @@ TEST_CASE("pad_rows: padded shared tiles, double-buffered, on the OpenCL device"
     const int64_t m = 70, n = 90, k = 45;
     ir::PrimFunc f = dense_ir(m, n, k, true, t, {}, pad);
     const std::string size = "[" + std::to_string(2 * 16 * (16 + pad)) + "]";
-    const std::string source = codegen::build_gpu({f}, t, text_only).source;
+    const std::string source = kiln::build_gpu({f}, t, text_only).source;
     CHECK_THAT(source, Contains("X_shared" + size));
     CHECK_THAT(source, Contains("W_shared" + size));
     REQUIRE_OPENCL(dev);
-    codegen::GpuModule mod = codegen::build_gpu({f}, t);
+    codegen::GpuModule mod = kiln::build_gpu({f}, t);
     auto xv = ref::random_floats(m * k, 21, -4.f, 4.f), wv = ref::random_floats(n * k, 22, -4.f, 4.f);
     std::vector<NDArray> args = {NDArray::from_vector<float>({m, k}, runtime::dtype_f32(), xv),
                                  NDArray::from_vector<float>({n, k}, runtime::dtype_f32(), wv),
@@ -412,7 +412,7 @@ TEST_CASE("core_matrix_layout: refusals", "[schedule]") {
   te::Tensor cached = s.cache_read(x, "shared", {y});
   s[cached].core_matrix_layout();
   s[cached].pad_rows(8);
-  CHECK_THROWS_WITH(schedule::lower(s, {x, y}, "f"), Contains("core_matrix_layout: stage 'X.shared' also pads its rows"));
+  CHECK_THROWS_WITH(schedule::loop_nest(s, {x, y}, "f"), Contains("core_matrix_layout: stage 'X.shared' also pads its rows"));
 }
 
 TEST_CASE("swizzle_128b_layout: refusals", "[schedule]") {
@@ -423,7 +423,7 @@ TEST_CASE("swizzle_128b_layout: refusals", "[schedule]") {
   CHECK_THROWS_WITH(s[y].swizzle_128b_layout(), Contains("swizzle_128b_layout: stage 'Y' has scope 'global'"));
   te::Tensor cached = s.cache_read(x, "shared", {y});
   s[cached].swizzle_128b_layout();
-  CHECK_THROWS_WITH(schedule::lower(s, {x, y}, "f"),
+  CHECK_THROWS_WITH(schedule::loop_nest(s, {x, y}, "f"),
                     Contains("swizzle_128b_layout: stage 'X.shared' is not rows of whole 128-byte panels, a multiple of 8 of them"));
   // Padded rows are refused as for core matrices.
   te::Tensor w = te::placeholder({8, 64}, ir::DataType::f16(), "W");
@@ -432,10 +432,10 @@ TEST_CASE("swizzle_128b_layout: refusals", "[schedule]") {
   te::Tensor wc = t.cache_read(w, "shared", {z});
   t[wc].swizzle_128b_layout();
   t[wc].pad_rows(8);
-  CHECK_THROWS_WITH(schedule::lower(t, {w, z}, "g"), Contains("swizzle_128b_layout: stage 'W.shared' also pads its rows"));
+  CHECK_THROWS_WITH(schedule::loop_nest(t, {w, z}, "g"), Contains("swizzle_128b_layout: stage 'W.shared' also pads its rows"));
   // Unpadded, 8 rows of 64 float16 lower.
   t[wc].pad_rows(0);
-  CHECK_NOTHROW(schedule::lower(t, {w, z}, "g"));
+  CHECK_NOTHROW(schedule::loop_nest(t, {w, z}, "g"));
 }
 
 TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu][cuda]") {
@@ -443,7 +443,7 @@ TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu]
   ir::PrimFunc f = dense_ir(128, 128, 128, true, t);
   codegen::GpuBuildOptions text_only;
   text_only.compile = false;
-  codegen::GpuModule text = codegen::build_gpu({f}, t, text_only);
+  codegen::GpuModule text = kiln::build_gpu({f}, t, text_only);
   // Doubled tiles (the default knobs stage 16 x 16 floats of each operand, both read down their
   // columns: X's rows padded by 16 bytes, the weight's by one float).
   CHECK_THAT(text.source, Contains("X_shared[640]"));
@@ -455,7 +455,7 @@ TEST_CASE("double_buffer: the matmul template's CUDA text through NVRTC", "[gpu]
     WARN("skipped the NVRTC half: kiln was built without the CUDA toolkit's NVRTC");
     return;
   }
-  codegen::GpuModule m = codegen::build_gpu({f}, t);
+  codegen::GpuModule m = kiln::build_gpu({f}, t);
   REQUIRE(m.images.size() == 3);  // sm_80 and sm_90 cubins, compute_90 PTX
   CHECK(m.images[0].sm == 80);
   CHECK(m.images[1].sm == 90);

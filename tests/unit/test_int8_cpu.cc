@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/schedule/templates/anchor_cpu.h"
 #include "kiln/schedule/templates/depthwise_cpu.h"
 #include "kiln/schedule/templates/int8_cpu.h"
@@ -141,7 +141,7 @@ TEST_CASE("int8 conv2d tensorized onto the target's dot product is exact at each
         schedule::Config cfg;
         schedule::Schedule s = schedule::create({conv});
         schedule::schedule_conv2d_int8_cpu(s, conv, conv, target, cfg);
-        codegen::Module m = codegen::build(s, {x, w, conv}, target, "conv");
+        codegen::Module m = kiln::build(s, {x, w, conv}, target, "conv");
         INFO(cpu << ", " << xt.str() << " data, case " << ci << ", config " << cfg.str());
         // The extremes (case 0): every product at the top of the range.
         int fill_x = ci == 0 ? (xt.is_uint() ? 255 : -128) : 1000, fill_w = ci == 0 ? (xt.is_uint() ? 127 : -128) : 1000;
@@ -187,7 +187,7 @@ TEST_CASE("int8 Winograd conv2d on int16 pairs is exact, at the extremes too", "
         schedule::Config cfg;
         schedule::Schedule s = schedule::create({conv});
         schedule::schedule_conv_winograd_int8_cpu(s, conv, conv, target, cfg);
-        codegen::Module m = codegen::build(s, {x, w, conv}, target, "conv");
+        codegen::Module m = kiln::build(s, {x, w, conv}, target, "conv");
         INFO(cpu << ", " << xt.str() << " data, case " << ci << ", config " << cfg.str());
         int fill_x = extreme ? (xt.is_uint() ? 255 : -128) : 1000, fill_w = extreme ? -128 : 1000;
         std::vector<int> xv = values(q.c * q.h * q.w, xt, 11 + ci, fill_x), wv = values(q.oc * q.c * 9, kI8, 13 + ci, fill_w);
@@ -213,7 +213,7 @@ TEST_CASE("int8 dense tensorized onto the target's dot product is exact at each 
         schedule::Config cfg;
         schedule::Schedule s = schedule::create({d});
         schedule::schedule_dense_int8_cpu(s, d, d, target, cfg);
-        codegen::Module mod = codegen::build(s, {x, w, d}, target, "dense");
+        codegen::Module mod = kiln::build(s, {x, w, d}, target, "dense");
         if (!test::runs_here(target)) continue;
         INFO(cpu << ", " << xt.str() << " data, " << m_rows << "x" << k << "x" << n << ", config " << cfg.str());
         std::vector<int> xv = values(m_rows * k, xt, 7), wv = values(n * k, kI8, 9);
@@ -250,13 +250,13 @@ TEST_CASE("int8_dot tensorization refuses a nest that is not L lanes by G channe
   schedule::Schedule s = schedule::create({d});
   // The intrinsic declared for twice the lanes: the lane axis does not fit.
   nest(s).tensorize(s[blocked].op_axis()[2], schedule::int8_dot_intrin({2 * layout.lanes, layout.data, layout.group}));
-  REQUIRE_THROWS_WITH(codegen::build(s, {x, w, d}, target, "dense"),
+  REQUIRE_THROWS_WITH(kiln::build(s, {x, w, d}, target, "dense"),
                       Contains("does not match intrinsic 'int8_dot'") && Contains("has extent " + std::to_string(layout.lanes)));
   // The intrinsic declared for another data type than the layout packs: the operand's dtype differs.
   schedule::Schedule s2 = schedule::create({d});
   const ir::DataType other = layout.data == kI8 ? kU8 : kI8;
   nest(s2).tensorize(s2[blocked].op_axis()[2], schedule::int8_dot_intrin({layout.lanes, other, layout.group}));
-  REQUIRE_THROWS_WITH(codegen::build(s2, {x, w, d}, target, "dense"), Contains("cannot be input 'a'"));
+  REQUIRE_THROWS_WITH(kiln::build(s2, {x, w, d}, target, "dense"), Contains("cannot be input 'a'"));
 }
 
 TEST_CASE("int8 conv and dense name the operand of a wrong dtype", "[int8]") {
@@ -324,7 +324,7 @@ TEST_CASE("int8 conv2d in blocked NCHW[b]c is exact, from NCHW or blocked data",
       schedule::Config cfg;
       schedule::Schedule s = schedule::create({conv});
       schedule::schedule_conv2d_int8_cpu(s, conv, conv, target, cfg);
-      codegen::Module m = codegen::build(s, {x, w, conv}, target, "conv");
+      codegen::Module m = kiln::build(s, {x, w, conv}, target, "conv");
       if (!test::runs_here(target)) continue;
       INFO(cpu << ", data block " << in_block << ", config " << cfg.str());
       std::vector<int> xv = values(q.c * q.h * q.w, xt, 21), wv = values(q.oc * q.c * 9, kI8, 22);
@@ -366,7 +366,7 @@ TEST_CASE("int8 depthwise conv2d sums exactly, in NCHW and blocked, at the extre
           schedule::Config cfg;
           schedule::Schedule s = schedule::schedule_anchor_cpu(
               {dw}, dw, block ? schedule::schedule_depthwise_nchwc_cpu : schedule::schedule_depthwise_cpu, target, cfg);
-          codegen::Module m = codegen::build(s, {x, w, dw}, target, "dw");
+          codegen::Module m = kiln::build(s, {x, w, dw}, target, "dw");
           if (!test::runs_here(target)) continue;
           INFO(cpu << ", " << xt.str() << " data, block " << block << ", case " << ci << ", config " << cfg.str());
           int fill_x = extreme ? (xt.is_uint() ? 255 : -128) : 1000, fill_w = extreme ? -128 : 1000;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/printer.h"
@@ -92,7 +92,7 @@ codegen::GpuModule build_generic(const std::vector<te::Tensor>& args, const std:
   schedule::Schedule s = schedule::create(outs);
   schedule::Config cfg = schedule::Config::with_choices({{"threads", threads}});
   schedule::schedule_generic_gpu(s, outs, target, cfg);
-  return codegen::build_gpu({codegen::lower_to_ir(s, args, "f")}, target, opt);
+  return kiln::build_gpu({kiln::loop_ir(s, args, "f")}, target, opt);
 }
 
 // Float32 inputs in, one output of `out_type` and `out_elems` elements back.
@@ -199,7 +199,7 @@ TEST_CASE("opencl: hand-built trees of 4, 6, 32 and 64 partials sum rows exactly
     RowSums k(5, 300, threads);
     codegen::GpuBuildOptions opt;
     opt.race_check = true;
-    codegen::GpuModule m = codegen::build_gpu({k.f}, t, opt);
+    codegen::GpuModule m = kiln::build_gpu({k.f}, t, opt);
     // Small integers: every order of summation gives the same float.
     std::vector<float> xv = ties(size_t(k.rows * k.cols), 7);
     std::vector<NDArray> args = {NDArray::from_vector<float>({k.rows * k.cols}, runtime::dtype_f32(), xv),
@@ -410,9 +410,9 @@ TEST_CASE("cuda: the trees compile through nvrtc for sm_80 and sm_90", "[gpu][nv
       schedule::Schedule s = schedule::create({r.out});
       schedule::Config cfg = schedule::Config::with_choices({{"threads", threads}});
       schedule::schedule_generic_gpu(s, {r.out}, t, cfg);
-      funcs.push_back(codegen::lower_to_ir(s, all_args(r), name + "_" + std::to_string(i++)));
+      funcs.push_back(kiln::loop_ir(s, all_args(r), name + "_" + std::to_string(i++)));
     }
-  codegen::GpuModule m = codegen::build_gpu(funcs, t);
+  codegen::GpuModule m = kiln::build_gpu(funcs, t);
   INFO(m.source);
   CHECK(test::occurrences(m.source, "__shfl_down_sync(0xffffffffu, ") >= 5 * int64_t(funcs.size()));
   CHECK_THAT(m.source, Contains("const long long other") && Contains("const float other"));

@@ -28,7 +28,7 @@ std::vector<float> to_float(const std::vector<double>& v) { return std::vector<f
 // driver runs next (flatten_storage, simplify).
 std::vector<std::vector<double>> run(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                                      const std::vector<std::vector<float>>& inputs) {
-  ir::PrimFunc f = schedule::lower(s, args, "f");
+  ir::PrimFunc f = schedule::loop_nest(s, args, "f");
   ir::verify(f);
   std::vector<std::vector<double>> data;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -195,7 +195,7 @@ TEST_CASE("a reduction attached inside its consumer's tile, itself split and reo
   auto c = ref::matmul(a, b, M, N, K);
   for (float& x : c) x = std::max(x, 0.0f) + 1.0f;
   CHECK(ref::worst_error_ratio(to_float(out[2]), c, 1e-5, 1e-5) <= 1.0);
-  CHECK_THAT(ir::to_string(schedule::lower(s, {m.A, m.B, E}, "f")),
+  CHECK_THAT(ir::to_string(schedule::loop_nest(s, {m.A, m.B, E}, "f")),
              Catch::Matchers::Contains("allocate C: float32[8, 4], global"));
 }
 

@@ -20,7 +20,7 @@ const DataType f32 = DataType::f32();
 const Target kAvx512 = Target::parse("llvm -mcpu=x86-64-v4");
 
 std::string final_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args) {
-  return ir::to_string(codegen::lower_to_ir(s, args, "k"));
+  return ir::to_string(kiln::loop_ir(s, args, "k"));
 }
 
 te::Tensor add_exp(const te::Tensor& a, const te::Tensor& b) {

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/relay/evaluate.h"
 #include "kiln/relay/expr.h"
 #include "kiln/relay/module.h"
@@ -80,9 +80,9 @@ inline std::vector<HostTensor> build_and_run(const std::vector<te::Tensor>& ins,
   if (mode == Sched::Default) apply_default(s, outs);
   std::vector<te::Tensor> args = ins;
   args.insert(args.end(), outs.begin(), outs.end());
-  codegen::PipelineOptions opts;
+  kiln::PipelineOptions opts;
   opts.notes = notes;
-  codegen::Module mod = codegen::build(s, args, Target::host(), "kernel", opts);
+  codegen::Module mod = kiln::build(s, args, Target::host(), "kernel", opts);
   std::vector<runtime::NDArray> arrays;
   for (size_t i = 0; i < ins.size(); ++i) arrays.push_back(to_ndarray(values[i], ins[i].shape()));
   for (size_t i = 0; i < outs.size(); ++i) {

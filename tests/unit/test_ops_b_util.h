@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/relay/expr.h"
 #include "kiln/relay/op.h"
 #include "kiln/runtime/ndarray.h"
@@ -110,9 +110,9 @@ inline Lowered lower_packed(const std::string& op, const relay::Type& data, cons
 // Runs a schedule of `l` on `inputs`; returns the outputs in the call's shapes.
 inline std::vector<HostTensor> run(const schedule::Schedule& s, const Lowered& l, const std::vector<HostTensor>& inputs,
                                    std::vector<std::string>* notes = nullptr) {
-  codegen::PipelineOptions opts;
+  kiln::PipelineOptions opts;
   opts.notes = notes;
-  codegen::Module mod = codegen::build(s, l.args(), Target::host(), "kernel", opts);
+  codegen::Module mod = kiln::build(s, l.args(), Target::host(), "kernel", opts);
   std::vector<runtime::NDArray> arrays;
   for (size_t i = 0; i < inputs.size(); ++i) {
     runtime::NDArray a = runtime::NDArray::empty(l.inputs[i].shape(), to_dl(inputs[i].dtype()));

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/schedule/templates/injective_gpu.h"
 #include "kiln/te/ops/nn_quantize.h"
 #include "test_gpu_util.h"
@@ -200,7 +200,7 @@ TEST_CASE("quantize and dequantize run on the OpenCL device through the GPU inje
   schedule::Schedule s = schedule::create({q, y});
   schedule::Config cfg;
   schedule::schedule_injective_gpu(s, {q, y}, Target::parse("opencl"), cfg);
-  codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, scale, zp, q, y}, "f")}, Target::parse("opencl"));
+  codegen::GpuModule m = kiln::build_gpu({kiln::loop_ir(s, {x, scale, zp, q, y}, "f")}, Target::parse("opencl"));
 
   HostTensor xv = random_tensor(f32, {rows, cols}, 7, -30, 30);
   std::vector<double> xd = xv.to_doubles();
@@ -232,7 +232,7 @@ TEST_CASE("quantize and dequantize compile through NVRTC for sm_80", "[ops_quant
   schedule::Schedule s = schedule::create({y});
   schedule::Config cfg;
   schedule::schedule_injective_gpu(s, {y}, cuda, cfg);
-  codegen::GpuModule m = codegen::build_gpu({codegen::lower_to_ir(s, {x, scale, y}, "f")}, cuda);
+  codegen::GpuModule m = kiln::build_gpu({kiln::loop_ir(s, {x, scale, y}, "f")}, cuda);
   REQUIRE(!m.images.empty());
   CHECK(m.images[0].bytes.rfind("\x7f" "ELF", 0) == 0);
 }

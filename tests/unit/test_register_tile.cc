@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "kiln/schedule/templates/conv2d_cpu.h"
-#include "kiln/codegen/driver.h"
+#include "kiln/pipeline.h"
 #include "kiln/te/ops/nn_conv.h"
 #include "kiln/ir/printer.h"
 #include "kiln/schedule/templates/anchor_cpu.h"
@@ -154,7 +154,7 @@ TEST_CASE("blocked conv defaults keep the window rolled where its unrolled broad
     te::Tensor y = te::ops::conv2d_nchwc(in, w, a);
     schedule::Config cfg;
     schedule::Schedule s = schedule::schedule_anchor_cpu({y}, y, schedule::schedule_conv_nchwc_cpu, t, cfg);
-    return ir::to_string(codegen::lower_to_ir(s, {in, w, y}, "conv")) + "\n" + cfg.str();
+    return ir::to_string(kiln::loop_ir(s, {in, w, y}, "conv")) + "\n" + cfg.str();
   };
   const std::string avx2 = lowered(kAvx2), avx512 = lowered(kAvx512);
   {

@@ -68,7 +68,7 @@ TEST_CASE("bound: cache_write into local storage inside a tile", "[schedule]") {
   schedule::Bounds b = schedule::infer_bound(s);
   CHECK(region(b, s[CL]) == "[i.outer*8, +8][j.outer*16, +16]");
   CHECK(ir::to_string(b.ranges.at(s[CL].reduce_axis(0).get()).extent) == "32");
-  std::string text = ir::to_string(schedule::lower(s, m.args(), "f"));
+  std::string text = ir::to_string(schedule::loop_nest(s, m.args(), "f"));
   CHECK_THAT(text, Catch::Matchers::Contains("allocate C.local: float32[8, 16], local"));
   CHECK_THAT(text, Catch::Matchers::Contains("C[i.outer*8 + i.inner, j.outer*16 + j.inner] = C.local[i.inner, j.inner]"));
 }
@@ -96,7 +96,7 @@ TEST_CASE("bound: a stencil's halo, guards at the edge, and an offset root regio
         "  }\n"
         "}\n");
   std::vector<std::vector<double>> data{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, std::vector<double>(9, std::nan(""))};
-  interpret(schedule::lower(s, {A, D}, "f"), data);
+  interpret(schedule::loop_nest(s, {A, D}, "f"), data);
   for (int i = 0; i < 9; ++i) CHECK(data[1][i] == 2.0 * i + 2.0 * (i + 1));
 
   // Only B(i + 1) is read: B is realized from index 1, and stored relative to it.
@@ -140,7 +140,7 @@ TEST_CASE("bound: attached under a split of a fused loop, the region is one cont
   CHECK(region(schedule::infer_bound(s), s[c.C]) == "[floordiv(i.j.fused.outer, 2), +1][floormod(i.j.fused.outer, 2)*8, +8]");
   std::vector<std::vector<double>> data{std::vector<double>(320), std::vector<double>(320, std::nan(""))};
   for (int i = 0; i < 320; ++i) data[0][i] = i % 7 - 3;
-  interpret(schedule::lower(s, c.args(), "f"), data);
+  interpret(schedule::loop_nest(s, c.args(), "f"), data);
   for (int i = 0; i < 320; ++i) CHECK(data[1][i] == (data[0][i] * 2 + 1) * (data[0][i] * 2 + 1));
 }
 
@@ -163,6 +163,6 @@ TEST_CASE("bound: a split overhanging its axis holds whole tiles of a larger pro
   CHECK(region(b, s[q]) == "[0, +7]");
   CHECK(region(b, s[d]) == "[0, +7]");
   std::vector<std::vector<double>> data{{1, 2, 3, 4, 5, 6, 7}, std::vector<double>(7, std::nan(""))};
-  interpret(schedule::lower(s, {a, d}, "f"), data);
+  interpret(schedule::loop_nest(s, {a, d}, "f"), data);
   for (int i = 0; i < 7; ++i) CHECK(data[1][i] == 3 * data[0][i]);
 }

@@ -72,7 +72,7 @@ TEST_CASE("compute_at checks the consumer, the axis and what is attached", "[sch
   REQUIRE_THROWS_WITH(s[c.B].compute_at(s[c.C], s[c.C].op_axis(0)),
                       Contains("compute_at: stage 'C' is inlined, so it has no loops to attach 'B' to"));
   s[c.B].compute_at(s[c.D], i);  // through the inlined C: fine
-  CHECK(schedule::lower(s, c.args(), "f").body.defined());
+  CHECK(schedule::loop_nest(s, c.args(), "f").body.defined());
 }
 
 TEST_CASE("attachments that became invalid are reported when lowering", "[schedule]") {
@@ -81,7 +81,7 @@ TEST_CASE("attachments that became invalid are reported when lowering", "[schedu
     auto s = schedule::create({c.D});
     s[c.B].compute_at(s[c.C], s[c.C].op_axis(0));
     s[c.C].compute_inline();
-    REQUIRE_THROWS_WITH(schedule::lower(s, c.args(), "f"),
+    REQUIRE_THROWS_WITH(schedule::loop_nest(s, c.args(), "f"),
                         Contains("compute_at: stage 'B' is attached at stage 'C', which is inlined"));
   }
   SECTION("the attach axis was split afterwards") {
@@ -89,7 +89,7 @@ TEST_CASE("attachments that became invalid are reported when lowering", "[schedu
     auto s = schedule::create({c.D});
     s[c.C].compute_at(s[c.D], s[c.D].op_axis(0));
     s[c.D].split(s[c.D].op_axis(0), 4);
-    REQUIRE_THROWS_WITH(schedule::lower(s, c.args(), "f"),
+    REQUIRE_THROWS_WITH(schedule::loop_nest(s, c.args(), "f"),
                         Contains("stage 'C' is attached at axis 'i', which is no longer a leaf axis of stage 'D'"));
   }
   SECTION("a reader runs outside the attach loop") {
@@ -98,7 +98,7 @@ TEST_CASE("attachments that became invalid are reported when lowering", "[schedu
     auto [io, ii] = s[c.D].split(s[c.D].op_axis(0), 4);
     s[c.C].compute_at(s[c.D], io);
     s[c.B].compute_at(s[c.D], ii);
-    REQUIRE_THROWS_WITH(schedule::lower(s, c.args(), "f"),
+    REQUIRE_THROWS_WITH(schedule::loop_nest(s, c.args(), "f"),
                         Contains("stage 'B' is computed inside loop 'i.inner' of stage 'D', but stage 'C' reads it "
                                  "outside that loop"));
   }
@@ -141,17 +141,17 @@ TEST_CASE("cache_read and cache_write check their tensors", "[schedule]") {
 TEST_CASE("lower checks its argument list", "[lower]") {
   Matmul m;
   auto s = schedule::create({m.C});
-  REQUIRE_THROWS_WITH(schedule::lower(s, {m.A, m.B}, "f"), Contains("lower: output 'C' is not in the argument list"));
-  REQUIRE_THROWS_WITH(schedule::lower(s, {m.A, m.C}, "f"),
+  REQUIRE_THROWS_WITH(schedule::loop_nest(s, {m.A, m.B}, "f"), Contains("lower: output 'C' is not in the argument list"));
+  REQUIRE_THROWS_WITH(schedule::loop_nest(s, {m.A, m.C}, "f"),
                       Contains("lower: input 'B' is read by stage 'C' but is not in the argument list"));
-  REQUIRE_THROWS_WITH(schedule::lower(s, {m.A, m.B, m.C, m.A}, "f"), Contains("lower: argument 'A' is given twice"));
+  REQUIRE_THROWS_WITH(schedule::loop_nest(s, {m.A, m.B, m.C, m.A}, "f"), Contains("lower: argument 'A' is given twice"));
   Chain c;
   auto s2 = schedule::create({c.D});
-  REQUIRE_THROWS_WITH(schedule::lower(s2, {c.A, c.B, c.D}, "f"),
+  REQUIRE_THROWS_WITH(schedule::loop_nest(s2, {c.A, c.B, c.D}, "f"),
                       Contains("lower: argument 'B' is neither an input placeholder nor an output of the schedule"));
   // A placeholder nothing reads is a parameter nothing loads (a kernel signature fixed by a plan).
   auto other = te::placeholder({4}, kF32, "other");
-  ir::PrimFunc f = schedule::lower(s2, {c.A, other, c.D}, "f");
+  ir::PrimFunc f = schedule::loop_nest(s2, {c.A, other, c.D}, "f");
   REQUIRE(f.params.size() == 3);
   CHECK(f.params[1]->name == "other");
 }

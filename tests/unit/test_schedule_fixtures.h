@@ -3,7 +3,7 @@
 #pragma once
 
 #include "kiln/ir/printer.h"
-#include "kiln/schedule/lower.h"
+#include "kiln/schedule/loop_nest.h"
 #include "kiln/te/operation.h"
 
 namespace kiln::testing {
@@ -59,7 +59,7 @@ struct Conv {
 
 // The printed body of the lowered function.
 inline std::string lowered_body(const schedule::Schedule& s, const std::vector<te::Tensor>& args) {
-  return ir::to_string(schedule::lower(s, args, "f").body);
+  return ir::to_string(schedule::loop_nest(s, args, "f").body);
 }
 
 }  // namespace kiln::testing

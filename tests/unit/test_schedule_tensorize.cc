@@ -53,7 +53,7 @@ double matmul_error(const schedule::Schedule& s, const Matmul& m, int M, int N, 
   auto a = ref::random_floats(M * K, 11), b = ref::random_floats(K * N, 12);
   std::vector<std::vector<double>> data{{a.begin(), a.end()}, {b.begin(), b.end()},
                                         std::vector<double>(M * N, std::nan(""))};
-  interpret(schedule::lower(s, m.args(), "f"), data, gemv_impl(n, kk));
+  interpret(schedule::loop_nest(s, m.args(), "f"), data, gemv_impl(n, kk));
   return ref::worst_error_ratio(std::vector<float>(data[2].begin(), data[2].end()), ref::matmul(a, b, M, N, K), 1e-5,
                                 1e-5);
 }
@@ -104,7 +104,7 @@ TEST_CASE("tensorize rejects nests that do not match the declaration", "[schedul
   auto [jo, ji] = s[m.C].split(s[m.C].op_axis(1), 8);
   SECTION("an extent differs") {
     s[m.C].tensorize(ji, gemv(16, 16));
-    REQUIRE_THROWS_WITH(schedule::lower(s, m.args(), "f"),
+    REQUIRE_THROWS_WITH(schedule::loop_nest(s, m.args(), "f"),
                         Contains("tensorize: the loop nest under 'j.inner' of stage 'C' does not match intrinsic 'gemv': "
                                  "axis 'j' has extent 8 in the nest but 16 in the declaration"));
   }
@@ -115,13 +115,13 @@ TEST_CASE("tensorize rejects nests that do not match the declaration", "[schedul
     auto c = te::compute({8}, [&](Var j) { return te::sum(a(k) + b(k, j), {k}); }, "c", {"j"});
     schedule::TensorIntrin add{"addv", c, gemv(8, 16).body, nullptr};
     s[m.C].tensorize(ji, add);
-    REQUIRE_THROWS_WITH(schedule::lower(s, m.args(), "f"), Contains("the nest computes") && Contains("intrinsic declares"));
+    REQUIRE_THROWS_WITH(schedule::loop_nest(s, m.args(), "f"), Contains("the nest computes") && Contains("intrinsic declares"));
   }
   SECTION("reduce loops stay outside but the intrinsic cannot accumulate") {
     auto [ko, ki] = s[m.C].split(m.k, 8);
     s[m.C].reorder({s[m.C].op_axis(0), jo, ko, ji, ki});
     s[m.C].tensorize(ji, gemv(8, 8, /*with_update=*/false));
-    REQUIRE_THROWS_WITH(schedule::lower(s, m.args(), "f"),
+    REQUIRE_THROWS_WITH(schedule::loop_nest(s, m.args(), "f"),
                         Contains("intrinsic 'gemv' has no update function, but reduce loops of stage 'C' remain outside"));
   }
   SECTION("the split overhangs the tensor") {
@@ -129,13 +129,13 @@ TEST_CASE("tensorize rejects nests that do not match the declaration", "[schedul
     auto s2 = schedule::create({odd.C});
     auto [o, i] = s2[odd.C].split(s2[odd.C].op_axis(1), 8);
     s2[odd.C].tensorize(i, gemv(8, 16));
-    REQUIRE_THROWS_WITH(schedule::lower(s2, odd.args(), "f"), Contains("the nest overhangs axis 'j'"));
+    REQUIRE_THROWS_WITH(schedule::loop_nest(s2, odd.args(), "f"), Contains("the nest overhangs axis 'j'"));
   }
   SECTION("a stage is attached inside the tensorized loops") {
     auto AL = s.cache_read(m.A, "local", {m.C});
     s[AL].compute_at(s[m.C], ji);
     s[m.C].tensorize(ji, gemv(8, 16));
-    REQUIRE_THROWS_WITH(schedule::lower(s, m.args(), "f"),
+    REQUIRE_THROWS_WITH(schedule::loop_nest(s, m.args(), "f"),
                         Contains("tensorize: stage 'A.local' is attached inside the tensorized loop 'j.inner'"));
   }
 }

@@ -91,3 +91,19 @@ TEST_CASE("Target errors name the culprit", "[target]") {
   REQUIRE_THROWS_WITH(Target::parse("llvm -mcpu"), Contains("option '-mcpu' needs a value"));
   REQUIRE_THROWS_AS(Target::parse("llvm -mcpu=native -mtriple=aarch64-linux-gnu"), kiln::Error);
 }
+
+TEST_CASE("notes name targets briefly", "[target]") {
+  CHECK(Target::parse("llvm -mcpu=znver4 -num-cores=2").brief() == "znver4, AVX-512, 2 cores");
+  CHECK(Target::parse("llvm -mcpu=x86-64-v3 -num-cores=1").brief() == "x86-64-v3, AVX2, 1 core");
+  CHECK(Target::parse("llvm -mcpu=x86-64-v2 -num-cores=4").brief() == "x86-64-v2, SSE, 4 cores");
+  CHECK(Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1 -num-cores=8").brief() ==
+        "neoverse-n1, NEON, 8 cores");
+  CHECK(Target::parse("cuda -arch=sm_90a").brief() == "cuda sm_90a");
+  CHECK(Target::parse("opencl").brief() == "opencl");
+  // A tuning record's full spec (every -mattr feature) and one naming a CPU this LLVM lacks.
+  const Target host = Target::host();
+  CHECK(host.str().size() > 200);
+  CHECK(Target::brief_of(host.str()) == host.brief());
+  CHECK(host.brief().size() < 60);
+  CHECK(Target::brief_of("llvm -mcpu=cpu-of-2031 -num-cores=2") == "cpu-of-2031");
+}

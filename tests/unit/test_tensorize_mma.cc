@@ -9,7 +9,7 @@
 
 #include "kiln/ir/printer.h"
 #include "kiln/ir/transforms.h"
-#include "kiln/schedule/lower.h"
+#include "kiln/schedule/loop_nest.h"
 #include "kiln/schedule/mma_intrin.h"
 #include "kiln/schedule/schedule.h"
 #include "kiln/te/operation.h"
@@ -53,7 +53,7 @@ struct Product {
     sf.reorder({ko, sf.op_axis()[0], sf.op_axis()[1], ki});
     sf.tensorize(sf.op_axis()[0], mma);
   }
-  std::string lowered() const { return ir::to_string(schedule::lower(s, {a, b, c}, "product")); }
+  std::string lowered() const { return ir::to_string(schedule::loop_nest(s, {a, b, c}, "product")); }
 };
 
 }  // namespace
@@ -113,7 +113,7 @@ TEST_CASE("mma intrinsics refuse nests that do not match, saying why", "[schedul
     te::Tensor c = te::compute({16, 8}, [&](ir::Var i, ir::Var j) { return f(i, j); }, "C");
     schedule::Schedule s = schedule::create({c});
     s[c].tensorize(s[c].op_axis()[0], schedule::mma_store_m16n8());
-    CHECK_THROWS_WITH(schedule::lower(s, {f, c}, "f"), Contains("'F' (float16, 2 dims) cannot be input 'f' (float32, 2 dims)"));
+    CHECK_THROWS_WITH(schedule::loop_nest(s, {f, c}, "f"), Contains("'F' (float16, 2 dims) cannot be input 'f' (float32, 2 dims)"));
   }
   SECTION("another expression: twice the product") {
     te::Tensor a = te::placeholder({16, 16}, f16, "A");
@@ -128,7 +128,7 @@ TEST_CASE("mma intrinsics refuse nests that do not match, saying why", "[schedul
     s[c].tensorize(s[c].op_axis()[0], schedule::mma_store_m16n8());
     schedule::Stage sf = s.stages()[s.stages().size() - 2];
     sf.tensorize(sf.op_axis()[0], schedule::mma_m16n8k16(f16, false));
-    CHECK_THROWS_WITH(schedule::lower(s, {a, b, c}, "f"),
+    CHECK_THROWS_WITH(schedule::loop_nest(s, {a, b, c}, "f"),
                       Contains(nope + "mma_m16n8k16_float16_nt': the nest computes") && Contains("but the intrinsic declares"));
   }
   SECTION("another expression: the store of a cast") {
@@ -138,7 +138,7 @@ TEST_CASE("mma intrinsics refuse nests that do not match, saying why", "[schedul
     te::Tensor frag = s.cache_write(p.c, "warp");
     s[p.c].compute_inline();
     s[h].tensorize(s[h].op_axis()[0], schedule::mma_store_m16n8());
-    CHECK_THROWS_WITH(schedule::lower(s, {p.a, p.b, h}, "f"),
+    CHECK_THROWS_WITH(schedule::loop_nest(s, {p.a, p.b, h}, "f"),
                       Contains(nope + "mma_store_m16n8_float32': the nest computes") && Contains("but the intrinsic declares"));
     (void)frag;
   }

@@ -141,11 +141,11 @@ void run_sets(const relay::Module& m, const std::vector<const DataSet*>& sets,
               const CompileOptions& compile_options, const std::string& tuning_log, const GraphChoiceFlags& graph,
               const std::optional<RunnerCommand>& runner, std::string* worst_why) {
   CompileOptions copts = compile_options;
-  std::optional<autotune::LogSchedules> log;  // one per compile: its notes count this module's kernels
-  if (!tuning_log.empty()) copts.schedules = &log.emplace(tuning_log, copts.target);
-  std::vector<std::string> log_notes;
-  graph.apply_log(tuning_log, m, &copts, &log_notes);
-  for (const std::string& note : log_notes) std::cerr << "note: " << note << "\n";
+  std::optional<autotune::AppliedTuningLog> log;  // one per compile: its notes count this module's kernels
+  if (!tuning_log.empty()) {
+    log.emplace(tuning_log, m, &copts, graph.given());
+    for (const std::string& note : log->notes()) std::cerr << "note: " << note << "\n";
+  }
   CompiledModel compiled = compile(m, copts);
   if (log)  // what the log changed is worth seeing; the other notes are compile's business
     for (const std::string& note : compiled.notes)

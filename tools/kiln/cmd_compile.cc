@@ -39,7 +39,8 @@ void add_compile(CLI::App& app, int* status) {
   c->add_option("model", args->model, "the .onnx model")->required();
   c->add_option("-o,--output", args->out, "the shared library to write")->required();
   c->add_option("--target", args->target, "code generation target (llvm: this CPU; llvm -mcpu=... -mattr=...)");
-  c->add_option("--dump-ir", args->dump_ir, "print the graph after this pass (or 'all') to stderr");
+  c->add_option("--dump-ir", args->dump_ir,
+                "print the IR after this stage of the pipeline (`kiln stages` lists them) or after each ('all') to stderr");
   c->add_option("--dump-dot", args->dump_dot,
                 "STAGE FILE: write the graph after graph pass STAGE as Graphviz DOT (fuse_ops: kernels as clusters); "
                 "repeatable");
@@ -66,14 +67,14 @@ void add_compile(CLI::App& app, int* status) {
       if (!args->dump_dot.empty()) opts.on_graph = std::ref(pictures);
       opts.target = Target::parse(args->target);
       opts.dump_ir_stage = args->dump_ir;
-      std::optional<autotune::LogSchedules> log;
-      if (!args->tuning_log.empty()) opts.schedules = &log.emplace(args->tuning_log, opts.target);
       args->graph.apply(&opts);
       opts.int8_kernels = !args->no_int8;
       opts.float16 = parse_precision(args->precision);
-      std::vector<std::string> log_notes;
-      args->graph.apply_log(args->tuning_log, m, &opts, &log_notes);
-      for (const std::string& note : log_notes) std::cerr << "note: " << note << "\n";
+      std::optional<autotune::AppliedTuningLog> log;
+      if (!args->tuning_log.empty()) {
+        log.emplace(args->tuning_log, m, &opts, args->graph.given());
+        for (const std::string& note : log->notes()) std::cerr << "note: " << note << "\n";
+      }
       KILN_USER_CHECK(args->device_code.empty() || opts.target.is_gpu())
           << "--save-device-code needs a cuda or opencl target (this one is '" << args->target << "')";
       CompiledModel compiled = compile(m, opts);
@@ -88,6 +89,14 @@ void add_compile(CLI::App& app, int* status) {
                 << " kernels, " << compiled.weights.size() << " bytes of weights)\n";
       return kOk;
     });
+  });
+}
+
+void add_stages(CLI::App& app, int* status) {
+  CLI::App* c = app.add_subcommand("stages", "print the compiler's pipeline: every stage, its unit, when it runs, what it does");
+  c->callback([status] {
+    std::cout << pipeline_markdown();
+    *status = kOk;
   });
 }
 

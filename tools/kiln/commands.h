@@ -18,6 +18,8 @@ enum ExitStatus : int {
 
 // Each adds its subcommand to `app`; the callback it installs returns through `status`.
 void add_compile(CLI::App& app, int* status);
+// kiln stages: the pipeline's stage table (pipeline.h) as Markdown.
+void add_stages(CLI::App& app, int* status);
 void add_run(CLI::App& app, int* status);
 void add_check(CLI::App& app, int* status);
 void add_conformance(CLI::App& app, int* status);

@@ -1,7 +1,6 @@
 // The graph-choice flags (see graph_choice_flags.h).
 #include "graph_choice_flags.h"
 
-#include "kiln/autotune/graph_choices.h"
 #include "kiln/support/error.h"
 
 namespace kiln::cli {
@@ -31,13 +30,6 @@ std::vector<std::string> GraphChoiceFlags::given() const {
   if (layout_opt_ && layout_opt_->count()) out.push_back("layout");
   if (combine_opt_ && combine_opt_->count()) out.push_back("combine_branches");
   return out;
-}
-
-void GraphChoiceFlags::apply_log(const std::string& tuning_log, const relay::Module& m, CompileOptions* o,
-                                 std::vector<std::string>* notes) const {
-  if (tuning_log.empty()) return;
-  autotune::TuningLog log = autotune::read_log_checked(tuning_log, /*must_exist=*/true);
-  if (auto note = autotune::apply_logged_graph_choices(log, m, o, given())) notes->push_back(*note);
 }
 
 }  // namespace kiln::cli

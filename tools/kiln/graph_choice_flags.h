@@ -8,7 +8,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include "kiln/autotune/records.h"
 #include "kiln/compiler.h"
 
 namespace kiln::cli {
@@ -19,12 +18,9 @@ class GraphChoiceFlags {
   void add(CLI::App* c, const std::string& winograd_help);
   // Sets o's choices from the flags (the rules' defaults where none was given).
   void apply(CompileOptions* o) const;
-  // The knob names (graph_choices.h) of the choices given on the command line.
+  // The knob names (graph_choices.h) of the choices given on the command line, which win over
+  // a tuning log's (autotune::AppliedTuningLog).
   std::vector<std::string> given() const;
-  // With a tuning log: its recorded choices for `m` (those not given on the command line) set in
-  // *o, and a note saying so appended to `notes`.
-  void apply_log(const std::string& tuning_log, const relay::Module& m, CompileOptions* o,
-                 std::vector<std::string>* notes) const;
 
  private:
   bool no_winograd_ = false;

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/compiler.h"
-#include "kiln/lower/lower.h"
+#include "kiln/lower/schedule_group.h"
 #include "kiln/relay/dot.h"
 #include "kiln/support/error.h"
 

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int status = kiln::cli::kOk;
   kiln::cli::add_compile(app, &status);
+  kiln::cli::add_stages(app, &status);
   kiln::cli::add_run(app, &status);
   kiln::cli::add_check(app, &status);
   kiln::cli::add_conformance(app, &status);

@@ -14,14 +14,18 @@
 #include <vector>
 
 #include "kiln/autotune/records.h"
-#include "kiln/lower/lower.h"
+#include "kiln/compiler.h"
+#include "kiln/lower/prepack_weights.h"
+#include "kiln/lower/schedule_group.h"
 
 namespace kiln::autotune {
 
 class LogSchedules : public lower::ScheduleChooser {
  public:
-  // Reads `path` (read_log_checked: it must exist and be a tuning log) and keeps the best
-  // successful record per workload key among those measured for `target`'s instruction set.
+  // Keeps the best successful record per workload key of `log` (read from `path`, which the
+  // notes name) among those measured for `target`'s instruction set.
+  LogSchedules(const TuningLog& log, const std::string& path, const Target& target);
+  // Reads `path` first (read_log_checked: it must exist and be a tuning log).
   LogSchedules(const std::string& path, const Target& target);
 
   // The knobs for `group`: true and *cfg set from its key's best record; false (the default
@@ -37,12 +41,32 @@ class LogSchedules : public lower::ScheduleChooser {
   std::string path_;
   Target target_;
   std::map<std::string, TuningRecord> best_;
-  std::map<std::string, int> other_isa_;       // target string -> records skipped (another instruction set)
-  std::map<std::string, int> other_machine_;   // target string -> records applied, tuned on other caches/cores
+  std::map<std::string, int> other_isa_;       // Target::brief_of -> records skipped (another instruction set)
+  std::map<std::string, int> other_machine_;   // Target::brief_of -> records applied, tuned on other caches/cores
   size_t malformed_ = 0;
   int applied_ = 0;
   std::map<std::string, int> applied_keys_, missing_;  // workload key -> kernels
   std::map<std::string, std::string> stale_;           // workload key -> why its record did not fit
+};
+
+// A tuning log applied to one compile of `m`: the one way `kiln compile`, `kiln check` and Python
+// apply a log. The file is read once. Its recorded graph-level choices for `m` (graph_choices.h)
+// are set in *options, except those the user gave (`explicit_choices`, knob names), and
+// options->schedules points at its schedules, which give each tunable kernel its knobs. Keep it
+// alive until compile() returns; compile's notes say what its schedules did, notes() what the
+// graph choices did.
+class AppliedTuningLog {
+ public:
+  AppliedTuningLog(const std::string& path, const relay::Module& m, CompileOptions* options,
+                   const std::vector<std::string>& explicit_choices = {});
+  AppliedTuningLog(const AppliedTuningLog&) = delete;
+  AppliedTuningLog& operator=(const AppliedTuningLog&) = delete;
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  TuningLog log_;
+  LogSchedules schedules_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace kiln::autotune

@@ -79,8 +79,8 @@ ConfigSpace group_config_space(const relay::FusedGroup& group, const lower::Stra
                                const lower::PrepackedWeights& prepacked, const Target& target);
 
 // The task of one group on `target` (it need not be tunable; a space of one point tunes
-// trivially).
-Task group_task(const relay::FusedGroup& group, const lower::Strategy& strategy, const lower::PrepackedWeights& prepacked,
-                const Target& target, const GraphTaskOptions& options = {});
+// trivially): its candidates are built by kiln::lower_group, as compile() builds the kernel.
+Task group_task(const relay::FusedGroup& group, const lower::StrategyOptions& strategy_options,
+                const lower::PrepackedWeights& prepacked, const Target& target, const GraphTaskOptions& options = {});
 
 }  // namespace kiln::autotune

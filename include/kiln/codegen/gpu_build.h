@@ -1,15 +1,9 @@
-// The GPU backend's build: loop-level functions with thread-bound loops -> kernels, launch
-// records and one module of CUDA C or OpenCL C source (docs/gpu.md, "Pipeline").
-//
-//   lower_warp_buffers each lane's part of the warps' fragments (ir/transforms.h)
-//   verify_gpu         thread binding and the target's limits
-//   split_host_device  each top-level statement a kernel with its launch record
-//   inject_double_buffer, hoist_device_allocations, insert_thread_sync   per kernel: doubled
-//                      shared tiles (their copies asynchronous on CUDA sm_80+), shared buffers
-//                      at the top, barriers where threads exchange data through them
-//   print              one C source for the module in the target's dialect (source/codegen_c.h)
-//   nvrtc              CUDA only: cubins for the target's image sms and PTX, with ptxas's
-//                      registers, spills and shared memory per kernel in the notes
+// The GPU backend's code generation: kernels with their launch records (the pipeline's GPU stages
+// made them: src/pipeline.cc, docs/architecture.md "Pipeline") printed into one module of CUDA C
+// or OpenCL C source in the target's dialect (source/codegen_c.h), and for CUDA compiled by NVRTC
+// into cubins for the target's image sms and PTX, with ptxas's registers, spills and shared
+// memory per kernel in the notes. kiln::build_gpu (pipeline.h) runs the GPU part of the pipeline
+// on loop-level functions.
 #pragma once
 
 #include <functional>
@@ -82,10 +76,19 @@ struct GpuBuildOptions {
   std::function<ir::PrimFunc(const ir::PrimFunc&)> after_sync;
 };
 
-// kiln::Error naming the function and the culprit for IR a GPU cannot run (see verify_gpu), or
-// a kernel NVRTC or ptxas rejects (with their message).
-GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target,
-                    const GpuBuildOptions& options = GpuBuildOptions());
+// A CUDA kernel past the static shared-memory limit takes its shared buffers as dynamic shared
+// memory: sets launch->dynamic_shared_bytes (kiln::Error when even the opt-in limit is passed).
+void set_dynamic_shared(const ir::PrimFunc& kernel, const Target& target, ir::KernelLaunch* launch);
+
+// m->programs (their kernels through the pipeline's GPU stages) printed into m->source in the
+// target's dialect (race-checking kernels with m->race_check).
+void print_gpu_source(GpuModule* m);
+
+// CUDA: m->source compiled by NVRTC into cubins for `image_sms` (empty: the target's images,
+// Target::cuda_image_sms) and the PTX of the highest, with ptxas's report in m->notes and the
+// register and spill maxima; kiln::Error with NVRTC's or ptxas's message for a kernel they
+// reject. OpenCL: nothing (the source is built when a device loads it).
+void compile_gpu_source(GpuModule* m, const std::vector<int>& image_sms = {});
 
 // Writes the module's code for reading into `dir` (created if missing): per program (fused
 // group) NAME.cu or NAME.cl with its kernels, and for CUDA NAME.ptx, the PTX of those kernels
@@ -94,7 +97,7 @@ GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Target& target
 std::vector<std::string> write_device_code(const GpuModule& m, const std::string& dir);
 
 // True when this kiln was built with the CUDA toolkit's NVRTC (else CUDA targets print source
-// but build_gpu refuses to compile it, saying so).
+// but compile_gpu_source refuses to compile it, saying so).
 bool cuda_codegen_available();
 
 // The verifier's limits for a GPU target.

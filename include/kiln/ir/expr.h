@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kiln/ir/dtype.h"
+#include "kiln/support/handle.h"
 
 namespace kiln::ir {
 
@@ -46,10 +47,10 @@ struct ExprNode {
   ExprNode(ExprKind k, DataType t) : kind(k), dtype(t) {}
 };
 
-class Expr {
+class Expr : public support::Handle<ExprNode> {
  public:
   Expr() = default;
-  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
+  explicit Expr(std::shared_ptr<const ExprNode> n) : Handle(std::move(n)) {}
   // Literals: int -> int32, int64_t -> int64, float -> float32, double -> float64. A literal
   // next to a typed operand in a binary op takes that operand's type (x_f32 * 0.5 is f32).
   Expr(int value);      // NOLINT(google-explicit-constructor): literals read naturally
@@ -57,22 +58,8 @@ class Expr {
   Expr(float value);    // NOLINT
   Expr(double value);   // NOLINT
 
-  bool defined() const { return node_ != nullptr; }
-  const ExprNode* get() const { return node_.get(); }
-  const ExprNode* operator->() const { return node_.get(); }
-  const std::shared_ptr<const ExprNode>& node() const { return node_; }
-  DataType dtype() const { return node_->dtype; }
-  ExprKind kind() const { return node_->kind; }
-  bool same_as(const Expr& o) const { return node_ == o.node_; }
-
-  // Downcast: nullptr unless this node is a T.
-  template <typename T>
-  const T* as() const {
-    return node_ && T::matches(node_->kind) ? static_cast<const T*>(node_.get()) : nullptr;
-  }
-
- private:
-  std::shared_ptr<const ExprNode> node_;
+  DataType dtype() const { return get()->dtype; }
+  ExprKind kind() const { return get()->kind; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -135,19 +122,11 @@ struct IterVarNode {
   std::string thread_tag;  // "blockIdx.x", "threadIdx.y", ... for IterKind::Thread
 };
 
-class IterVar {
+class IterVar : public support::Handle<IterVarNode> {
  public:
-  IterVar() = default;
-  explicit IterVar(std::shared_ptr<const IterVarNode> n) : node_(std::move(n)) {}
+  using Handle::Handle;
   static IterVar make(Var v, Range dom, IterKind kind, std::string thread_tag = "");
-  bool defined() const { return node_ != nullptr; }
-  const IterVarNode* get() const { return node_.get(); }
-  const IterVarNode* operator->() const { return node_.get(); }
-  bool same_as(const IterVar& o) const { return node_ == o.node_; }
-  const Var& var() const { return node_->var; }
-
- private:
-  std::shared_ptr<const IterVarNode> node_;
+  const Var& var() const { return get()->var; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -173,21 +152,13 @@ struct BufferNode {
   TileLayout layout = TileLayout::kRows;  // of the last two dimensions (shared tiles)
 };
 
-class Buffer {
+class Buffer : public support::Handle<BufferNode> {
  public:
-  Buffer() = default;
-  explicit Buffer(std::shared_ptr<const BufferNode> n) : node_(std::move(n)) {}
+  using Handle::Handle;
   static Buffer make(std::string name, DataType dtype, std::vector<Expr> shape,
                      std::string scope = "global");
-  bool defined() const { return node_ != nullptr; }
-  const BufferNode* get() const { return node_.get(); }
-  const BufferNode* operator->() const { return node_.get(); }
-  bool same_as(const Buffer& o) const { return node_ == o.node_; }
   // Product of the shape; requires constant extents.
   int64_t num_elements() const;
-
- private:
-  std::shared_ptr<const BufferNode> node_;
 };
 
 // Something a te program reads by multi-dimensional index before lowering: a te::Tensor.

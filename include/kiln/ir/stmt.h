@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/ir/expr.h"
+#include "kiln/support/handle.h"
 
 namespace kiln::ir {
 
@@ -19,23 +20,10 @@ struct StmtNode {
   explicit StmtNode(StmtKind k) : kind(k) {}
 };
 
-class Stmt {
+class Stmt : public support::Handle<StmtNode> {
  public:
-  Stmt() = default;
-  explicit Stmt(std::shared_ptr<const StmtNode> n) : node_(std::move(n)) {}
-  bool defined() const { return node_ != nullptr; }
-  const StmtNode* get() const { return node_.get(); }
-  const StmtNode* operator->() const { return node_.get(); }
-  const std::shared_ptr<const StmtNode>& node() const { return node_; }
-  StmtKind kind() const { return node_->kind; }
-  bool same_as(const Stmt& o) const { return node_ == o.node_; }
-  template <typename T>
-  const T* as() const {
-    return node_ && T::matches(node_->kind) ? static_cast<const T*>(node_.get()) : nullptr;
-  }
-
- private:
-  std::shared_ptr<const StmtNode> node_;
+  using Handle::Handle;
+  StmtKind kind() const { return get()->kind; }
 };
 
 struct LetStmtNode : StmtNode {

@@ -6,7 +6,7 @@
 //
 //   lower::Strategy st = lower::select_strategy(group, target);
 //   st.template_name                       // "conv_winograd": names the tuning task
-//   GroupProgram p = group_to_te(group, st, &prepacked);  // lower.h
+//   GroupProgram p = group_to_te(group, st, &prepacked);  // group_to_te.h
 //   schedule::Schedule s = st.schedule(p.outputs, anchor_tensor(p, group), target, cfg);
 #pragma once
 

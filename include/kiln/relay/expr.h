@@ -19,6 +19,7 @@
 #include "kiln/relay/attrs.h"
 #include "kiln/relay/host_tensor.h"
 #include "kiln/relay/type.h"
+#include "kiln/support/handle.h"
 
 namespace kiln::relay {
 
@@ -36,27 +37,13 @@ struct ExprNode {
   ExprNode(ExprKind k, Type t) : kind(k), type(std::move(t)) {}
 };
 
-class Expr {
+class Expr : public support::Handle<ExprNode> {
  public:
-  Expr() = default;
-  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
-  bool defined() const { return node_ != nullptr; }
-  const ExprNode* get() const { return node_.get(); }
-  const ExprNode* operator->() const { return node_.get(); }
-  const std::shared_ptr<const ExprNode>& node() const { return node_; }
-  ExprKind kind() const { return node_->kind; }
-  const Type& type() const { return node_->type; }
+  using Handle::Handle;
+  ExprKind kind() const { return get()->kind; }
+  const Type& type() const { return get()->type; }
   // The tensor type of a tensor-valued node; KILN_CHECK fails on a tuple.
   const TensorTypeNode& tensor_type() const;
-  bool same_as(const Expr& o) const { return node_ == o.node_; }
-
-  template <typename T>
-  const T* as() const {
-    return node_ && T::matches(node_->kind) ? static_cast<const T*>(node_.get()) : nullptr;
-  }
-
- private:
-  std::shared_ptr<const ExprNode> node_;
 };
 
 // A graph input. Identity matters: two Vars with the same name are different inputs.

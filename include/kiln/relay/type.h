@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/ir/dtype.h"
+#include "kiln/support/handle.h"
 
 namespace kiln::relay {
 
@@ -27,26 +28,15 @@ struct TypeNode {
   explicit TypeNode(TypeKind k) : kind(k) {}
 };
 
-class Type {
+class Type : public support::Handle<TypeNode> {
  public:
-  Type() = default;
-  explicit Type(std::shared_ptr<const TypeNode> n) : node_(std::move(n)) {}
-  bool defined() const { return node_ != nullptr; }
-  const TypeNode* get() const { return node_.get(); }
-  const TypeNode* operator->() const { return node_.get(); }
-  TypeKind kind() const { return node_->kind; }
-  template <typename T>
-  const T* as() const {
-    return node_ && T::matches(node_->kind) ? static_cast<const T*>(node_.get()) : nullptr;
-  }
+  using Handle::Handle;
+  TypeKind kind() const { return get()->kind; }
   // Structural equality; an undefined type equals only an undefined type.
   bool operator==(const Type& o) const;
   bool operator!=(const Type& o) const { return !(*this == o); }
   // "float32[1,3,224,224]", "int64[]" (a scalar), "(float32[2], int64[])".
   std::string str() const;
-
- private:
-  std::shared_ptr<const TypeNode> node_;
 };
 
 struct TensorTypeNode : TypeNode {

@@ -1,7 +1,7 @@
 // Schedules of te programs, in the style of TVM's te schedules: a Schedule holds one Stage per
 // operation (post-DFS order from the outputs, producers first); each Stage records how its loop
 // nest is to be built (splits, fusions, loop order, loop kinds, where it is computed) without
-// changing what is computed. schedule::lower (lower.h) turns a Schedule into an ir::PrimFunc.
+// changing what is computed. schedule::loop_nest (loop_nest.h) turns a Schedule into an ir::PrimFunc.
 //
 //   auto s = schedule::create({C});
 //   auto [io, ii] = s[C].split(s[C].op_axis(0), 32);

@@ -115,6 +115,12 @@ struct Target {
   // One line for compile notes: "x86_64 znver4: 512-bit vectors (16 x f32), 32 vector registers,
   // FMA (4 cycles, 2/cycle), L1d 32 KiB, L2 1 MiB, L3 32 MiB, 2 cores".
   std::string summary() const;
+  // A few words for a note that names a target among others: "znver4, AVX-512, 2 cores",
+  // "cuda sm_90". str() is the whole spec, with every -mattr feature (about 1,500 characters).
+  std::string brief() const;
+  // brief() of a target string (a tuning record's); one this LLVM cannot parse (a CPU it does
+  // not know) is named by its -mcpu, else given whole.
+  static std::string brief_of(const std::string& spec);
 
   // Vector lanes of an element of `bits` bits (float32: 8 on AVX2, 16 on AVX-512, 4 on NEON).
   int lanes(int bits = 32) const { return facts.vector_bits / bits > 0 ? facts.vector_bits / bits : 1; }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/ir/expr.h"
+#include "kiln/support/handle.h"
 
 namespace kiln::te {
 
@@ -35,27 +36,14 @@ struct OperationNode {
       : kind(k), name(std::move(n)), shape(std::move(s)), dtypes(std::move(t)) {}
 };
 
-class Operation {
+class Operation : public support::Handle<OperationNode> {
  public:
-  Operation() = default;
-  explicit Operation(std::shared_ptr<const OperationNode> n) : node_(std::move(n)) {}
-  bool defined() const { return node_ != nullptr; }
-  const OperationNode* get() const { return node_.get(); }
-  const OperationNode* operator->() const { return node_.get(); }
-  bool same_as(const Operation& o) const { return node_ == o.node_; }
-  const std::string& name() const { return node_->name; }
-  int num_outputs() const { return node_->num_outputs(); }
+  using Handle::Handle;
+  const std::string& name() const { return get()->name; }
+  int num_outputs() const { return get()->num_outputs(); }
   Tensor output(int i) const;
   // Tensors this operation reads, in order of first appearance (empty for a placeholder).
   std::vector<Tensor> input_tensors() const;
-
-  template <typename T>
-  const T* as() const {
-    return node_ && T::matches(node_->kind) ? static_cast<const T*>(node_.get()) : nullptr;
-  }
-
- private:
-  std::shared_ptr<const OperationNode> node_;
 };
 
 // The producer behind a te tensor. It is the only implementation of ir::ProducerNode in kiln,

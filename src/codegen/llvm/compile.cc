@@ -52,6 +52,8 @@ class LLVMCompiledModule : public CompiledModule {
     std::unordered_set<std::string> names;
     for (const ir::PrimFunc& f : funcs) {
       KILN_USER_CHECK(names.insert(f.name).second) << "build: two PrimFuncs are named '" << f.name << "'";
+      KILN_USER_CHECK(f.name.rfind("kiln_", 0) != 0)
+          << "build: kernel name '" << f.name << "' is reserved (kiln_* names belong to the runtime)";
       codegen.add_function(f);
     }
     std::string err;

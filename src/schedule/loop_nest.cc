@@ -1,13 +1,13 @@
 // lower: schedule -> ir::PrimFunc. The driver: dataflow with inlining, bound inference,
 // storage for every tensor, the root-level pipeline of stages, then index simplification.
-#include "kiln/schedule/lower.h"
+#include "kiln/schedule/loop_nest.h"
 
 #include <algorithm>
 #include <optional>
 
 #include "kiln/ir/functor.h"
-#include "kiln/schedule/detail.h"
 #include "kiln/support/error.h"
+#include "detail.h"
 
 namespace kiln::schedule {
 namespace {
@@ -181,7 +181,7 @@ ir::Expr LowerContext::to_buffers(const ir::Expr& e, const ir::VarMap<ir::Expr>&
   return ToBuffers(*this, vmap).mutate(e);
 }
 
-ir::PrimFunc lower(const Schedule& s, const std::vector<te::Tensor>& args, const std::string& name) {
+ir::PrimFunc loop_nest(const Schedule& s, const std::vector<te::Tensor>& args, const std::string& name) {
   Dataflow g = inline_stages(s);
   Bounds b = infer_bound(g);
   LowerContext ctx(g, b);

@@ -1,4 +1,5 @@
-// Lowering a schedule to the loop-level IR (TVM's tvm.lower for te schedules).
+// A schedule's loop nest: the loop-level IR function it describes (TVM's tvm.lower for te
+// schedules), before the loop passes (kiln::loop_ir in pipeline.h runs them too).
 #pragma once
 
 #include <string>
@@ -18,6 +19,6 @@ namespace kiln::schedule {
 // cache_write / set_scope), at the root or inside the loop it is attached at; inlined stages are
 // substituted into their readers. Loads and stores keep one index per dimension (run
 // ir::flatten_storage afterwards); index expressions are simplified.
-ir::PrimFunc lower(const Schedule& s, const std::vector<te::Tensor>& args, const std::string& name);
+ir::PrimFunc loop_nest(const Schedule& s, const std::vector<te::Tensor>& args, const std::string& name);
 
 }  // namespace kiln::schedule

@@ -1,5 +1,5 @@
-// Internals shared by the schedule/*.cc files (cache rewrites, bound inference, lowering).
-// Not part of the public API: include schedule.h, bound.h and lower.h instead.
+// Internals shared by the schedule/*.cc files (cache rewrites, bound inference, the loop nest).
+// Private to src/schedule, so not installed: the API is schedule.h, bound.h and loop_nest.h.
 #pragma once
 
 #include <functional>
