@@ -1,4 +1,4 @@
-// A CompiledModel built by hand (te schedules -> codegen::lower_to_ir, a plan, weights) for the
+// A CompiledModel built by hand (te schedules -> kiln::loop_ir -> codegen::build, a plan, weights) for the
 // export/runtime tests, until the graph compiler's kiln::compile exists; and a plain C++
 // reference of what it computes.
 //

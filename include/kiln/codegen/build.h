@@ -1,11 +1,11 @@
 // The LLVM CPU backend: compiles loop-level PrimFuncs into native code, runs them in-process
 // through a JIT, and writes relocatable objects for ahead-of-time packaging.
 //
-// Input contract: PrimFuncs as codegen::optimize_ir (driver.h) leaves them: each
+// Input contract: PrimFuncs as the pipeline's loop stages leave them (kiln::loop_ir): each
 // BufferLoad/BufferStore has exactly one index, vector accesses have a Ramp (or other vector)
 // index, params keep their logical shapes. Leftover Vectorized/Unrolled loops become serial
 // loops with LLVM loop hints; ThreadBinding loops are rejected (they need CUDA). From a te
-// schedule, use the driver's codegen::build(schedule, args, ...), which runs the whole pipeline.
+// schedule, use kiln::build(schedule, args, ...) (pipeline.h), which runs the loop stages first.
 //
 // Each PrimFunc becomes a kernel following runtime/kernel.h:
 //   int32_t NAME(void* const* args, int32_t num_args)

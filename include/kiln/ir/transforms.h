@@ -1,6 +1,6 @@
-// Passes over the loop-level IR, one per file in src/ir/transforms/ (docs/architecture.md, "Conventions"). Each is a
-// pure function PrimFunc -> PrimFunc (or Stmt -> Stmt). The build driver (codegen/build.h)
-// runs them in this order after lowering:
+// Passes over the loop-level IR, one per file in src/ir/transforms/ (docs/architecture.md,
+// "Conventions"). Each is a pure function PrimFunc -> PrimFunc (or Stmt -> Stmt). The pipeline's
+// table (src/pipeline.cc) runs them, the loop stages in this order after the loop nest:
 //   flatten_storage -> simplify -> vectorize_loops -> unroll_loops -> simplify
 #pragma once
 
@@ -36,7 +36,7 @@ PrimFunc unroll_loops(const PrimFunc& f);
 
 }  // namespace kiln::ir
 
-// ---- GPU passes (after the loops above; codegen/driver.h lists their order) -----------------
+// ---- GPU passes (after the loops above; the pipeline's table orders them) -------------------
 
 namespace kiln::ir {
 

@@ -1,5 +1,5 @@
 // Printing an IR after a named pipeline stage: `kiln compile --dump-ir STAGE`, KILN_DUMP_IR.
-// One class for the graph stages (compiler.cc) and the loop stages (codegen/driver.cc).
+// One class for every stage of the pipeline's table (src/pipeline.cc).
 #pragma once
 
 #include <iostream>
