@@ -121,7 +121,9 @@ class Combiner : public ExprMutator {
     std::vector<std::string> keys;  // first-seen order, so the result is deterministic
     for (const Expr& u : users_of(data.get())) {
       const auto* c = u.as<CallNode>();
-      if (!c || !c->args[0].same_as(data) || c->args[1].same_as(data)) continue;
+      // The data must be the call's first argument and not also its second (x * x); a unary
+      // reader (relu) has no second argument to compare.
+      if (!c || !c->args[0].same_as(data) || (c->args.size() > 1 && c->args[1].same_as(data))) continue;
       auto s = combinable(*c);
       if (!s) continue;
       std::string k = group_key(*c, *s);
