@@ -5,7 +5,9 @@ file(MAKE_DIRECTORY ${RL})
 add_test(NAME roofline.compile_tiny_cnn
          COMMAND kiln_cli compile ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx -o ${RL}/tiny.so)
 set_tests_properties(roofline.compile_tiny_cnn PROPERTIES FIXTURES_SETUP kiln_roofline_tiny)
-if(KILN_PYTHON3)
+# The share check compares kernels with ceilings measured by kiln's own (instrumented, several
+# times slower) loops under a sanitizer, where a kernel can pass its "ceiling": not there.
+if(KILN_PYTHON3 AND NOT KILN_SANITIZE)
   add_test(NAME roofline.tiny_cnn COMMAND ${KILN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/cli/roofline_check.py
                                           $<TARGET_FILE:kiln_cli> ${RL}/tiny.so ${RL}/tiny.svg)
   # The ceilings are measured on every core: alone, so the bandwidth is not shared with other tests.
