@@ -19,7 +19,7 @@
 #include "kiln/relay/transforms.h"
 #include "kiln/schedule/loop_nest.h"
 #include "kiln/support/error.h"
-#include "kiln/support/grouped_names.h"
+#include "support/grouped_names.h"
 #include "kiln/te/count_flops.h"
 
 namespace kiln {

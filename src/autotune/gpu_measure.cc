@@ -1,7 +1,7 @@
 // Measuring a GPU kernel for the tuner (see gpu_measure.h).
 #include "kiln/autotune/gpu_measure.h"
 
-#include "kiln/runtime/device_api.h"
+#include "device/device_api.h"
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {

@@ -29,7 +29,7 @@
 #include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/version.h"
 #include "kiln/support/error.h"
-#include "kiln/support/subprocess.h"
+#include "support/subprocess.h"
 #include "llvm/llvm_util.h"
 
 #include <llvm/IR/Constants.h>

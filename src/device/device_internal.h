@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/runtime/device_api.h"
+#include "device_api.h"
 #include "kiln/support/error.h"
 
 namespace kiln::runtime::device {

@@ -1,4 +1,4 @@
-// The device layer (kiln/runtime/device_api.h): OpenCL on PoCL here, CUDA where a GPU is lent,
+// The device layer (src/device/device_api.h): OpenCL on PoCL here, CUDA where a GPU is lent,
 // the messages that say why a device cannot be opened, and the choice of a CUDA image.
 // These tests run within kiln_tests, a process that holds LLVM 16, as the compiler does: the
 // OpenCL ones check that PoCL (and its own LLVM) works there (docs/gpu.md, "Toolkit facts").
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/runtime/device_api.h"
+#include "device/device_api.h"
 #include "kiln/support/error.h"
 
 using Catch::Matchers::Contains;

@@ -14,7 +14,7 @@
 #include "kiln/codegen/gpu_build.h"
 #include "kiln/pipeline.h"
 #include "kiln/ir/functor.h"
-#include "kiln/runtime/device_api.h"
+#include "device/device_api.h"
 #include "kiln/runtime/ndarray.h"
 #include "kiln/support/error.h"
 

@@ -14,7 +14,7 @@
 #include <set>
 #include <utility>
 
-#include "kiln/codegen/ldmatrix.h"
+#include "codegen/source/ldmatrix.h"
 #include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/mma_intrin.h"

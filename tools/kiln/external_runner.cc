@@ -15,7 +15,7 @@
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/runtime/cpu_features.h"
 #include "kiln/support/error.h"
-#include "kiln/support/subprocess.h"
+#include "support/subprocess.h"
 #include "module_io.h"
 #include "tensor_file.h"
 

@@ -12,7 +12,7 @@
 
 #include "kiln/ir/device_program.h"
 #include "kiln/ir/stmt.h"
-#include "kiln/runtime/device_api.h"
+#include "kiln/runtime/device_graph.h"
 #include "kiln/target/target.h"
 
 namespace kiln::codegen {

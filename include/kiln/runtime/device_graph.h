@@ -16,12 +16,20 @@
 #include <string>
 #include <vector>
 
-#include "kiln/runtime/device_api.h"
 #include "kiln/runtime/graph_plan.h"
 #include "kiln/runtime/kiln_runtime.h"
 #include "kiln/support/error.h"
 
 namespace kiln::runtime {
+
+// One compiled form of a device module. A module carries several (cubins for sm_80 and sm_90,
+// PTX for newer GPUs, or OpenCL C) and the device picks the one it can run.
+struct DeviceImage {
+  enum Format { kCubin, kPTX, kOpenCLSource };
+  Format format = kOpenCLSource;
+  int sm = 0;         // cubin / PTX: the compute capability it targets, major*10+minor (80, 90)
+  std::string bytes;  // cubin bytes, or PTX / OpenCL C text
+};
 
 // One inference at a time on the device, with its own activation buffers. Tensors on the device
 // (`set_input`, `get_output`) must be on the module's device (DeviceGraph::device_info), of the

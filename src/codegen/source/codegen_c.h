@@ -71,7 +71,7 @@ class Dialect {
   // (lvalues, read and written), its 4 32-bit registers of A and 2 of B (unsigned values). A
   // dialect without it prints the intrinsic's reference loops.
   virtual bool warp_mma() const = 0;
-  // ldmatrix (kiln/codegen/ldmatrix.h), which a dialect with warp_mma has: the statement loading
+  // ldmatrix (ldmatrix.h), which a dialect with warp_mma has: the statement loading
   // `tiles` 8 x 8 tiles (.trans: transposed) into registers `regs` (unsigned), this lane's row at
   // `row` (a shared-memory pointer to 16-bit elements).
   virtual std::string ldmatrix(int tiles, bool trans, const std::vector<std::string>& regs,

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
-#include "kiln/codegen/ldmatrix.h"
+#include "ldmatrix.h"
 #include "kiln/ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/shared_storage.h"

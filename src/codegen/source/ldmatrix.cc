@@ -3,7 +3,7 @@
 // Every lane's element is checked by substituting the lane (0..31) into its index: the elements'
 // distances from the first tile's first row must be the constants the instruction's layout puts
 // there, so that what ldmatrix hands each lane is exactly what its own loads would read.
-#include "kiln/codegen/ldmatrix.h"
+#include "ldmatrix.h"
 
 #include <array>
 

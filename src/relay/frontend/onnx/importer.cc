@@ -9,7 +9,7 @@
 #include "kiln/relay/error.h"
 #include "kiln/relay/verify.h"
 #include "kiln/support/error.h"
-#include "kiln/support/grouped_names.h"
+#include "support/grouped_names.h"
 
 namespace kiln::relay {
 

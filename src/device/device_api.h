@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/runtime/device_graph.h"
 #include "kiln/runtime/graph_plan.h"
 
 namespace kiln::runtime {
@@ -26,15 +27,6 @@ namespace kiln::runtime {
 // `dynamic_shared_bytes` of `extern __shared__` memory (above 48 KiB the layer opts the kernel in
 // with cuFuncSetAttribute). OpenCL has no dynamic shared memory, so when it is above 0 the kernel
 // receives one extra, trailing `__local` pointer argument of that many bytes, after its buffers.
-
-// One compiled form of a device module. A module carries several (cubins for sm_80 and sm_90,
-// PTX for newer GPUs, or OpenCL C) and the device picks the one it can run.
-struct DeviceImage {
-  enum Format { kCubin, kPTX, kOpenCLSource };
-  Format format = kOpenCLSource;
-  int sm = 0;         // cubin / PTX: the compute capability it targets, major*10+minor (80, 90)
-  std::string bytes;  // cubin bytes, or PTX / OpenCL C text
-};
 
 // A module loaded on a device: a cubin or PTX image on CUDA, an OpenCL program built from
 // source. It keeps its device open: it may outlive the DeviceAPI that loaded it.
