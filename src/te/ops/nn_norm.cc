@@ -136,7 +136,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int6
   }
   std::vector<bool> reduced(x.ndim(), false);
   for (int d = static_cast<int>(axis); d < x.ndim(); ++d) reduced[d] = true;
-  auto [mean, var] = moments(x, reduced, name, lanes);
+  // Named tensors, not a structured binding: lambdas capture those only from C++20 (clang 14
+  // refuses them).
+  const std::pair<Tensor, Tensor> stats = moments(x, reduced, name, lanes);
+  const Tensor& mean = stats.first;
+  const Tensor& var = stats.second;
   return compute(x.shape(), [&](const std::vector<Var>& v) {
     std::vector<Expr> s = stat_index(v, reduced);
     Expr y = (x(as_exprs(v)) - mean(s)) * ir::make_intrinsic("rsqrt", {var(s) + fconst(x, epsilon)});
@@ -167,7 +171,9 @@ Tensor group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int6
   }, name + ".grouped");
   std::vector<bool> reduced(gshape.size(), true);
   reduced[0] = reduced[1] = false;
-  auto [mean, var] = moments(xg, reduced, name);
+  const std::pair<Tensor, Tensor> stats = moments(xg, reduced, name);
+  const Tensor& mean = stats.first;
+  const Tensor& var = stats.second;
   return compute(x.shape(), [&](const std::vector<Var>& v) {
     std::vector<Expr> s = {v[0], cpg == 1 ? Expr(v[1]) : v[1] / c32(cpg)};
     for (size_t d = 2; d < gshape.size(); ++d) s.push_back(Expr(0));

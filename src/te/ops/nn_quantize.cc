@@ -50,7 +50,9 @@ Tensor quantize(const Tensor& x, const Tensor& scale, const Tensor& zero_point, 
   KILN_USER_CHECK(xt.is_floating()) << name << ": input must be floating-point, got " << xt.str();
   KILN_USER_CHECK(scale.dtype() == xt) << name << ": scale must have the input's type " << xt.str() << ", got "
                                        << scale.dtype().str();
-  const auto [lo, hi] = quantized_range(out_dtype);
+  // Named, not a structured binding, which the lambda below could capture only from C++20.
+  const std::pair<int64_t, int64_t> range = quantized_range(out_dtype);
+  const int64_t lo = range.first, hi = range.second;
   const bool has_zp = zero_point.defined();
   KILN_USER_CHECK(!has_zp || zero_point.dtype() == out_dtype)
       << name << ": zero point must have the output type " << out_dtype.str() << ", got " << zero_point.dtype().str();
