@@ -19,8 +19,8 @@
 #include "kiln/relay/transforms.h"
 #include "kiln/schedule/loop_nest.h"
 #include "kiln/support/error.h"
-#include "support/grouped_names.h"
 #include "kiln/te/count_flops.h"
+#include "support/grouped_names.h"
 
 namespace kiln {
 namespace {
@@ -46,7 +46,7 @@ struct GroupWork {
   const lower::PrepackedWeights* prepacked = nullptr;
   GroupKnobs knobs;
   schedule::Config defaults;
-  std::vector<te::Tensor> args;  // the kernel's parameters
+  std::vector<te::Tensor> args;  // the kernel's parameters (group_to_te's, or loop_ir's caller's)
   LoweredGroup lowered;
   std::optional<ir::DeviceProgram> device;  // split_host_device's
   std::vector<std::string>* notes = nullptr;
@@ -88,6 +88,13 @@ struct Stage {
   KernelPass kernel = nullptr;
   ModulePass module = nullptr;
 };
+
+// The options of the entry points that take none (lower_group, loop_ir, build_gpu): only the
+// target gates their stages.
+const CompileOptions& no_options() {
+  static const CompileOptions defaults;
+  return defaults;
+}
 
 bool always(const Target&, const CompileOptions&) { return true; }
 bool on_gpu(const Target& t, const CompileOptions&) { return t.is_gpu(); }
@@ -473,7 +480,6 @@ std::string group_culprit(const relay::FusedGroup& g, const std::string& kernel)
 // in turn, then the module stages.
 void run_module_stages(size_t from, ModuleWork& w, const Target& target, const StageDumper& dump) {
   const std::vector<Stage>& t = stages();
-  size_t i = from;
   const size_t kernels_end = [&] {
     size_t e = from;
     while (e < t.size() && t[e].info.unit == StageUnit::kKernel) ++e;
@@ -491,7 +497,7 @@ void run_module_stages(size_t from, ModuleWork& w, const Target& target, const S
         p.kernels[k] = kw.kernel;
       }
   }
-  for (i = kernels_end; i < t.size() && t[i].info.unit == StageUnit::kModule; ++i) {
+  for (size_t i = kernels_end; i < t.size() && t[i].info.unit == StageUnit::kModule; ++i) {
     if (!t[i].runs(target, w.options)) continue;
     t[i].module(w, target);
     if (dump.wants(t[i].info.name) && t[i].info.name == "print_source") dump("source", "print_source", w.out.device->source);
@@ -505,8 +511,6 @@ void run_group(size_t first, size_t last, GroupWork& w, const Target& target, co
     run_group_stages(first, last, w, target, o, dump);
   } catch (const UnsupportedError& e) {
     throw UnsupportedError(group_culprit(*w.group, w.name) + ": " + e.what());
-  } catch (const InternalError&) {
-    throw;
   } catch (const Error& e) {
     throw Error(group_culprit(*w.group, w.name) + ": " + e.what());
   }
@@ -600,28 +604,21 @@ LoweredGroup lower_group(const relay::FusedGroup& group, const std::string& name
   w.prepacked = &prepacked;
   w.knobs = knobs;
   w.notes = options.notes;
-  CompileOptions o;
-  o.target = target;
-  run_group(index_of("select_strategy"), index_of("final"), w, target, o,
+  run_group(index_of("select_strategy"), index_of("final"), w, target, no_options(),
             make_dumper(options.dump.stage(), options.dump.stream(), true));
   return std::move(w.lowered);
 }
 
-ir::PrimFunc optimize_loops(const ir::PrimFunc& lowered, const Target& target, const PipelineOptions& options) {
+ir::PrimFunc loop_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const std::string& name,
+                     const Target& target, const PipelineOptions& options) {
   GroupWork w;
-  w.lowered.kernel = lowered;
+  w.name = name;
+  w.args = args;
+  w.lowered.schedule = s;
   w.notes = options.notes;
-  run_group_stages(index_of("flatten_storage"), index_of("final"), w, target, CompileOptions(),
+  run_group_stages(index_of("loop_nest"), index_of("final"), w, target, no_options(),
                    make_dumper(options.dump.stage(), options.dump.stream(), true));
   return w.lowered.kernel;
-}
-
-ir::PrimFunc loop_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const std::string& name,
-                            const Target& target, const PipelineOptions& options) {
-  ir::PrimFunc f = schedule::loop_nest(s, args, name);
-  StageDumper dump = make_dumper(options.dump.stage(), options.dump.stream(), true);
-  if (dump.wants("loop_nest")) dump("IR", "loop_nest", ir::to_string(f));
-  return optimize_loops(f, target, options);
 }
 
 codegen::Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const Target& target,
@@ -634,9 +631,7 @@ codegen::GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Targe
   KILN_USER_CHECK(target.is_gpu()) << "build_gpu: target '" << target.str() << "' is not a GPU target";
   KILN_USER_CHECK(!gpu.race_check || target.kind == TargetKind::kOpenCL)
       << "build_gpu: race_check instruments OpenCL kernels only, not target '" << target.str() << "'";
-  CompileOptions o;
-  o.target = target;
-  ModuleWork w{o, gpu};
+  ModuleWork w{no_options(), gpu};
   w.out.device.emplace();
   w.out.device->target = target;
   w.out.device->race_check = gpu.race_check;
@@ -644,7 +639,7 @@ codegen::GpuModule build_gpu(const std::vector<ir::PrimFunc>& funcs, const Targe
   for (const ir::PrimFunc& f : funcs) {
     GroupWork g;
     g.lowered.kernel = f;
-    run_group_stages(index_of("lower_warp_buffers"), index_of("split_host_device"), g, target, o, dump);
+    run_group_stages(index_of("lower_warp_buffers"), index_of("split_host_device"), g, target, no_options(), dump);
     w.out.device->programs.push_back(std::move(*g.device));
   }
   run_module_stages(index_of("split_host_device") + 1, w, target, dump);

@@ -64,9 +64,6 @@ struct PipelineOptions {
 // passes; the function verified: a pass bug surfaces as an InternalError naming the culprit).
 ir::PrimFunc loop_ir(const schedule::Schedule& s, const std::vector<te::Tensor>& args, const std::string& name,
                             const Target& target = Target::host(), const PipelineOptions& options = PipelineOptions());
-// The loop passes alone, on a lowered function.
-ir::PrimFunc optimize_loops(const ir::PrimFunc& lowered, const Target& target,
-                            const PipelineOptions& options = PipelineOptions());
 // loop_ir, then LLVM for `target` (CPU targets). The kernel is named `name`.
 codegen::Module build(const schedule::Schedule& s, const std::vector<te::Tensor>& args,
                       const Target& target = Target::host(), const std::string& name = "main",

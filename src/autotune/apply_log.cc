@@ -8,6 +8,18 @@
 #include "kiln/support/error.h"
 
 namespace kiln::autotune {
+namespace {
+
+// Record counts by target spec, counted by the few words a note names a target with (specs
+// that differ only in features a note does not name count together). Made when the notes are,
+// not per record: naming a spec parses it.
+std::map<std::string, int> by_brief(const std::map<std::string, int>& by_spec) {
+  std::map<std::string, int> out;
+  for (const auto& [spec, n] : by_spec) out[Target::brief_of(spec)] += n;
+  return out;
+}
+
+}  // namespace
 
 LogSchedules::LogSchedules(const std::string& path, const Target& target)
     : LogSchedules(read_log_checked(path, /*must_exist=*/true), path, target) {}
@@ -19,10 +31,10 @@ LogSchedules::LogSchedules(const TuningLog& log, const std::string& path, const 
   const std::string isa = target.isa();
   for (const TuningRecord& r : log.records) {
     if (Target::isa_of(r.target) != isa) {
-      ++other_isa_[Target::brief_of(r.target)];
+      ++other_isa_[r.target];
       continue;
     }
-    if (r.target != target.str()) ++other_machine_[Target::brief_of(r.target)];
+    if (r.target != target.str()) ++other_machine_[r.target];
     usable.push_back(r);
   }
   best_ = best_records(usable);
@@ -66,11 +78,11 @@ std::vector<std::string> LogSchedules::notes() const {
                               stale != stale_.end() ? "usable " : "", key, n, n == 1 ? "" : "s",
                               stale != stale_.end() ? " (" + stale->second + ")" : ""));
   }
-  for (const auto& [target, n] : other_isa_)
+  for (const auto& [target, n] : by_brief(other_isa_))
     out.push_back(fmt::format("tuning log '{}': {} record{} for target '{}' skipped: another instruction set than "
                               "the compile target '{}' (a schedule is only measured fast on its own CPU)",
                               path_, n, n == 1 ? "" : "s", target, target_.brief()));
-  for (const auto& [target, n] : other_machine_)
+  for (const auto& [target, n] : by_brief(other_machine_))
     out.push_back(fmt::format("tuning log '{}': {} record{} tuned on '{}' considered: same instruction set, other "
                               "caches or cores than '{}'",
                               path_, n, n == 1 ? "" : "s", target, target_.brief()));

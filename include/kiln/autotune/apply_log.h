@@ -41,8 +41,8 @@ class LogSchedules : public lower::ScheduleChooser {
   std::string path_;
   Target target_;
   std::map<std::string, TuningRecord> best_;
-  std::map<std::string, int> other_isa_;       // Target::brief_of -> records skipped (another instruction set)
-  std::map<std::string, int> other_machine_;   // Target::brief_of -> records applied, tuned on other caches/cores
+  std::map<std::string, int> other_isa_;       // target spec -> records skipped (another instruction set)
+  std::map<std::string, int> other_machine_;   // target spec -> records applied, tuned on other caches/cores
   size_t malformed_ = 0;
   int applied_ = 0;
   std::map<std::string, int> applied_keys_, missing_;  // workload key -> kernels
