@@ -34,7 +34,7 @@
 #include "kiln/compiler.h"
 #include "kiln/runtime/kernel.h"
 #include "kiln/runtime/ndarray.h"
-#include "kiln/schedule/templates/anchor_cpu.h"
+#include "schedule/templates/anchor_cpu.h"
 #include "kiln/te/ops/nn_conv.h"
 
 using namespace kiln;

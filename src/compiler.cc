@@ -2,7 +2,7 @@
 // fuse_model() run the pipeline's table, in pipeline.cc.
 #include "kiln/compiler.h"
 
-#include "kiln/codegen/export_library.h"
+#include "codegen/export_library.h"
 #include "kiln/support/error.h"
 
 namespace kiln {

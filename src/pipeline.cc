@@ -10,10 +10,10 @@
 
 #include "kiln/compiler.h"
 #include "kiln/ir/printer.h"
-#include "kiln/ir/shared_storage.h"
+#include "ir/shared_storage.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/ir/verify.h"
-#include "kiln/lower/graph_plan.h"
+#include "lower/graph_plan.h"
 #include "kiln/lower/op_lowering.h"
 #include "kiln/relay/printer.h"
 #include "kiln/relay/transforms.h"

@@ -1,5 +1,7 @@
 # The installed package, used from outside (CTest names install.*, label "install"; included by
 # cmake/install.cmake): `cmake --install` into build/install-test/prefix, then
+#  - install.headers: every installed header compiles on its own from the prefix (the API needs
+#    nothing private to src/);
 #  - install.cli: the installed kiln compiles and runs examples/tiny_cnn and checks it against
 #    its reference, with no LD_LIBRARY_PATH (RPATHs only);
 #  - install.consumer_*: tests/install_consumer, configured with find_package(kiln CONFIG) against
@@ -32,6 +34,11 @@ add_test(NAME install.prefix
                  -P ${CMAKE_CURRENT_LIST_DIR}/install/prefix.cmake)
 set_tests_properties(install.prefix PROPERTIES FIXTURES_SETUP kiln_install)
 
+add_test(NAME install.headers
+         COMMAND ${CMAKE_COMMAND} -DPREFIX=${P} -DCXX=${CMAKE_CXX_COMPILER} -DWORK=${W}/headers
+                 -P ${CMAKE_CURRENT_LIST_DIR}/install/headers.cmake)
+set_tests_properties(install.headers PROPERTIES FIXTURES_REQUIRED kiln_install)
+
 add_test(NAME install.cli
          COMMAND ${CLEAN_ENV} sh -c "${P}/bin/kiln compile ${TINY}/model.onnx -o ${W}/tiny_cnn.so && ${P}/bin/kiln run ${W}/tiny_cnn.so --input input=${TINY}/test_data_set_0/input_0.pb --output-dir ${W}/run && ${P}/bin/kiln check ${TINY}")
 set_tests_properties(install.cli PROPERTIES FIXTURES_REQUIRED kiln_install FIXTURES_SETUP kiln_install_module)
@@ -50,7 +57,7 @@ set_tests_properties(install.consumer_runtime install.consumer_runtime_static PR
 add_test(NAME install.consumer_compiler
          COMMAND ${CLEAN_ENV} sh -c "${CONSUMER}/kiln_compile_model ${TINY}/model.onnx ${W}/tiny_cnn_api.so && ${CONSUMER}/kiln_run_model ${W}/tiny_cnn_api.so ${TINY_DATA}")
 set_tests_properties(install.consumer_compiler PROPERTIES FIXTURES_REQUIRED kiln_install_consumer)
-set(install_tests install.prefix install.cli install.consumer_build install.consumer_runtime
+set(install_tests install.prefix install.headers install.cli install.consumer_build install.consumer_runtime
                   install.consumer_runtime_static install.consumer_compiler)
 
 find_program(KILN_PKG_CONFIG pkg-config)

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"

@@ -1,5 +1,5 @@
 // Measuring a GPU kernel for the tuner (see gpu_measure.h).
-#include "kiln/autotune/gpu_measure.h"
+#include "autotune/gpu_measure.h"
 
 #include "device/device_api.h"
 #include "kiln/support/error.h"

@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "kiln/autotune/gpu_measure.h"
+#include "autotune/gpu_measure.h"
 #include "kiln/pipeline.h"
 #include "kiln/support/error.h"
 #include "kiln/te/count_flops.h"

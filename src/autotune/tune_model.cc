@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "kiln/autotune/gpu_measure.h"
+#include "autotune/gpu_measure.h"
 #include "kiln/autotune/graph_choices.h"
 #include "kiln/autotune/records.h"
 #include "kiln/support/error.h"

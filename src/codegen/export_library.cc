@@ -23,9 +23,9 @@
 #include <sstream>
 
 #include "kiln/codegen/build.h"
-#include "kiln/codegen/export_library.h"
+#include "codegen/export_library.h"
 #include "kiln/runtime/device_graph.h"
-#include "kiln/runtime/module_format.h"
+#include "runtime/module_format.h"
 #include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/version.h"
 #include "kiln/support/error.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "kiln/ir/shared_storage.h"
+#include "ir/shared_storage.h"
 #include "kiln/support/error.h"
 #include "source/codegen_c.h"
 #include "source/nvrtc_compile.h"

@@ -1,6 +1,6 @@
-// plan_shared_storage (kiln/ir/shared_storage.h): live ranges from one walk in program order,
+// plan_shared_storage (src/ir/shared_storage.h): live ranges from one walk in program order,
 // then first-fit placement.
-#include "kiln/ir/shared_storage.h"
+#include "ir/shared_storage.h"
 
 #include <algorithm>
 #include <limits>

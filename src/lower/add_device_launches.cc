@@ -1,5 +1,5 @@
 // add_device_launches: a GPU module's plan, one node per kernel launch (graph_plan.h).
-#include "kiln/lower/graph_plan.h"
+#include "lower/graph_plan.h"
 #include "kiln/support/error.h"
 
 namespace kiln::lower {

@@ -1,7 +1,7 @@
 // make_graph_plan: the runtime's view of a fused, memory-planned module.
 #include <cstring>
 
-#include "kiln/lower/graph_plan.h"
+#include "lower/graph_plan.h"
 #include "kiln/lower/schedule_group.h"
 #include "kiln/runtime/version.h"
 #include "kiln/support/error.h"

@@ -8,12 +8,12 @@
 // GPU. A group a template does not take gets the generic one under its own name, "gpu_generic",
 // so the fallback shows in the tuning task it makes. float16 / bfloat16 products and convs on
 // CUDA sm_80+ are padded to whole tensor-core tiles.
-#include "kiln/schedule/templates/conv_direct_gpu.h"
-#include "kiln/schedule/templates/depthwise_gpu.h"
-#include "kiln/schedule/templates/generic_gpu.h"
-#include "kiln/schedule/templates/injective_gpu.h"
-#include "kiln/schedule/templates/matmul_gpu.h"
-#include "kiln/schedule/templates/pool_gpu.h"
+#include "schedule/templates/conv_direct_gpu.h"
+#include "schedule/templates/depthwise_gpu.h"
+#include "schedule/templates/generic_gpu.h"
+#include "schedule/templates/injective_gpu.h"
+#include "schedule/templates/matmul_gpu.h"
+#include "schedule/templates/pool_gpu.h"
 #include "kiln/te/ops/nn_conv.h"
 #include "kiln/te/ops/nn_dense.h"
 #include "op_table.h"

@@ -1,5 +1,5 @@
 // Compile-time weight packing (see weight_packing.h).
-#include "kiln/lower/weight_packing.h"
+#include "lower/weight_packing.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 // Graphviz DOT text of a module or a fused module (dot.h). Deterministic, like the printers:
 // nodes are numbered in post order, so tests can assert on the text.
-#include "kiln/relay/dot.h"
+#include "relay/dot.h"
 
 #include <fmt/format.h>
 

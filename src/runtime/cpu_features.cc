@@ -5,7 +5,7 @@
 // register state (XCR0): a test compares this table with Target::host() on the build machine.
 // AArch64 reads the Linux auxiliary vector (AT_HWCAP, AT_HWCAP2), the kernel's account of what
 // user space may execute.
-#include "kiln/runtime/cpu_features.h"
+#include "runtime/cpu_features.h"
 
 #include <cstdint>
 

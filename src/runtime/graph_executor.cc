@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kiln/runtime/module_format.h"
+#include "runtime/module_format.h"
 
 namespace kiln::runtime {
 namespace {

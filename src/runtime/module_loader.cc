@@ -13,8 +13,8 @@
 #include <cstring>
 #include <set>
 
-#include "kiln/runtime/cpu_features.h"
-#include "kiln/runtime/module_format.h"
+#include "runtime/cpu_features.h"
+#include "runtime/module_format.h"
 #include "kiln/runtime/version.h"
 
 namespace kiln::runtime {

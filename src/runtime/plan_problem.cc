@@ -4,7 +4,7 @@
 #include <set>
 
 #include "kiln/runtime/module_loader.h"
-#include "kiln/runtime/module_format.h"
+#include "runtime/module_format.h"
 #include "kiln/runtime/ndarray.h"
 
 namespace kiln::runtime {

@@ -1,5 +1,5 @@
 // infer_bound: ranges of every axis and the region every stage computes (see bound.h).
-#include "kiln/schedule/bound.h"
+#include "schedule/bound.h"
 
 #include <unordered_set>
 

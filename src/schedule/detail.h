@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kiln/ir/arith.h"
-#include "kiln/schedule/bound.h"
+#include "ir/arith.h"
+#include "schedule/bound.h"
 #include "kiln/schedule/schedule.h"
 
 namespace kiln::schedule {

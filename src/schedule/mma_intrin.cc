@@ -2,7 +2,7 @@
 // code in the fragment layouts of the PTX ISA.
 #include "kiln/schedule/mma_intrin.h"
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 #include "kiln/te/operation.h"

@@ -2,7 +2,7 @@
 #include <limits>
 #include <unordered_set>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/support/error.h"
 #include "kiln/te/operation.h"

@@ -1,7 +1,7 @@
 // Arithmetic analysis: constant bounds, symbolic intervals, can_prove.
 #include <catch2/catch.hpp>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/printer.h"
 #include "kiln/support/error.h"
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/printer.h"
 

@@ -2,7 +2,7 @@
 // negative cases where a rule must not fire.
 #include <catch2/catch.hpp>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/printer.h"
 
 using namespace kiln::ir;

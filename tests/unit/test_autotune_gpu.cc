@@ -4,9 +4,9 @@
 
 #include <regex>
 
-#include "kiln/autotune/gpu_measure.h"
+#include "autotune/gpu_measure.h"
 #include "kiln/pipeline.h"
-#include "kiln/schedule/templates/generic_gpu.h"
+#include "schedule/templates/generic_gpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/operation.h"
 

@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "kiln/relay/batch_separable.h"
+#include "relay/batch_separable.h"
 #include "kiln/support/error.h"
 
 using namespace kiln::relay;

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <thread>
 
-#include "kiln/runtime/cpu_features.h"
+#include "runtime/cpu_features.h"
 #include "kiln/runtime/kiln_runtime.h"
-#include "kiln/runtime/module_format.h"
+#include "runtime/module_format.h"
 #include "kiln/runtime/version.h"
 #include "test_export_util.h"
 

@@ -1,6 +1,6 @@
 // End to end on the CPU: te programs, scheduled, lowered, through the IR passes the build
 // driver runs (flatten_storage, simplify, vectorize_loops, unroll_loops, simplify), compiled by
-// the LLVM backend and run natively, against plain C++ loops (kiln/testing/reference.h).
+// the LLVM backend and run natively, against plain C++ loops (src/testing/reference.h).
 // Outputs start as NaN, so an element the kernel misses fails the comparison. Sizes are not
 // multiples of the split factors, so guards and tails are exercised.
 // Tolerance: float32 accumulation (FMAs allowed) against a double reference,
@@ -15,7 +15,7 @@
 #include "kiln/pipeline.h"
 #include "kiln/ir/printer.h"
 #include "kiln/runtime/kernel.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 #include "test_codegen_util.h"
 #include "test_schedule_fixtures.h"
 

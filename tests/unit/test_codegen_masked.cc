@@ -24,7 +24,7 @@
 #include "kiln/pipeline.h"
 #include "kiln/lower/strategy.h"
 #include "kiln/te/ops/transform.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 #include "test_codegen_util.h"
 
 using namespace kiln;

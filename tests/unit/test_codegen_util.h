@@ -7,7 +7,7 @@
 #include "kiln/codegen/build.h"
 #include "kiln/ir/expr.h"
 #include "kiln/ir/stmt.h"
-#include "kiln/runtime/cpu_features.h"
+#include "runtime/cpu_features.h"
 #include "kiln/runtime/ndarray.h"
 
 namespace kiln::test {

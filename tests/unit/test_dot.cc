@@ -2,7 +2,7 @@
 // time shares), checked line by line: the pictures are deterministic like the printers.
 #include <catch2/catch.hpp>
 
-#include "kiln/relay/dot.h"
+#include "relay/dot.h"
 #include "test_graph_util.h"
 
 using namespace kiln::graph_test;

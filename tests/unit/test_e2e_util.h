@@ -7,7 +7,7 @@
 
 #include "kiln/pipeline.h"
 #include "kiln/runtime/ndarray.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 
 namespace kiln::e2e {
 

@@ -12,7 +12,7 @@
 
 #include "kiln/runtime/graph_executor.h"
 #include "kiln/runtime/kernel.h"
-#include "kiln/runtime/module_format.h"
+#include "runtime/module_format.h"
 #include "kiln/runtime/version.h"
 #include "test_export_util.h"
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <sys/stat.h>
 
-#include "kiln/lower/graph_plan.h"
+#include "lower/graph_plan.h"
 #include "kiln/relay/frontend/onnx.h"
 #include "kiln/runtime/kiln_runtime.h"
 #include "kiln/support/error.h"

@@ -3,7 +3,7 @@
 // differs between AVX2 and AVX-512, and is what the dense and matmul templates default to.
 #include <catch2/catch.hpp>
 
-#include "kiln/schedule/templates/gemm_blocking.h"
+#include "schedule/templates/gemm_blocking.h"
 #include "test_ops_b_util.h"
 
 using namespace kiln;

@@ -8,13 +8,13 @@
 #include <random>
 
 #include "kiln/pipeline.h"
-#include "kiln/schedule/templates/generic_gpu.h"
-#include "kiln/schedule/templates/matmul_gpu.h"
+#include "schedule/templates/generic_gpu.h"
+#include "schedule/templates/matmul_gpu.h"
 #include "kiln/te/ops/nn_conv.h"
 #include "kiln/te/ops/nn_dense.h"
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/operation.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 #include "test_gpu_util.h"
 
 using namespace kiln;

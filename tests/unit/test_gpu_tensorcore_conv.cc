@@ -19,10 +19,10 @@
 #include "kiln/ir/printer.h"
 #include "kiln/lower/strategy.h"
 #include "kiln/relay/op.h"
-#include "kiln/schedule/templates/generic_gpu.h"
-#include "kiln/schedule/templates/matmul_gpu.h"
+#include "schedule/templates/generic_gpu.h"
+#include "schedule/templates/matmul_gpu.h"
 #include "kiln/te/ops/nn_conv.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 #include "test_gpu_util.h"
 #include "test_half_util.h"
 

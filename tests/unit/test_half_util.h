@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kiln/ir/dtype.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 
 namespace kiln::test {
 

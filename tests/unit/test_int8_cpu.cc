@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "kiln/pipeline.h"
-#include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/schedule/templates/depthwise_cpu.h"
-#include "kiln/schedule/templates/int8_cpu.h"
+#include "schedule/templates/anchor_cpu.h"
+#include "schedule/templates/depthwise_cpu.h"
+#include "schedule/templates/int8_cpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_int8.h"
 #include "kiln/te/ops/nn_winograd.h"

@@ -16,11 +16,11 @@
 #include "kiln/ir/functor.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/transforms.h"
-#include "kiln/schedule/templates/generic_gpu.h"
+#include "schedule/templates/generic_gpu.h"
 #include "kiln/te/ops/nn_norm.h"
 #include "kiln/te/ops/reduce.h"
 #include "kiln/te/operation.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 #include "test_codegen_util.h"
 #include "test_gpu_util.h"
 

@@ -1,5 +1,5 @@
 // Scheduled programs computed by the reference interpreter (test_lower_interp.cc) against plain
-// C++ loops (kiln/testing/reference.h). Sizes are deliberately not multiples of the split
+// C++ loops (src/testing/reference.h). Sizes are deliberately not multiples of the split
 // factors, so guards and over-approximated regions are exercised; the interpreter throws on any
 // out-of-bounds access and fills fresh buffers with NaN, so a missed element shows.
 // Tolerance: float32 accumulation against a double reference, |err| <= 1e-5 + 1e-5 * |ref|.
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <functional>
 
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/ir/verify.h"
 #include "test_lower_interp.h"

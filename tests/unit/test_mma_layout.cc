@@ -15,10 +15,10 @@
 #include <utility>
 
 #include "codegen/source/ldmatrix.h"
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/schedule/mma_intrin.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 
 using namespace kiln;
 using Catch::Contains;

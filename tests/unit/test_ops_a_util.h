@@ -18,8 +18,8 @@
 #include "kiln/relay/module.h"
 #include "kiln/relay/op.h"
 #include "kiln/runtime/ndarray.h"
-#include "kiln/schedule/templates/injective_cpu.h"
-#include "kiln/schedule/templates/reduction_cpu.h"
+#include "schedule/templates/injective_cpu.h"
+#include "schedule/templates/reduction_cpu.h"
 #include "kiln/lower/op_lowering.h"
 
 namespace kiln::opsa {

@@ -13,7 +13,7 @@
 #include "kiln/relay/expr.h"
 #include "kiln/relay/op.h"
 #include "kiln/runtime/ndarray.h"
-#include "kiln/schedule/templates/anchor_cpu.h"
+#include "schedule/templates/anchor_cpu.h"
 #include "kiln/lower/op_lowering.h"
 #include "kiln/lower/strategy.h"
 

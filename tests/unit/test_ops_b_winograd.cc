@@ -9,7 +9,7 @@
 
 #include <random>
 
-#include "kiln/lower/weight_packing.h"
+#include "lower/weight_packing.h"
 #include "kiln/te/ops/nn_winograd.h"
 #include "test_ops_b_ref.h"
 #include "test_ops_b_util.h"

@@ -12,7 +12,7 @@
 #include <limits>
 
 #include "kiln/pipeline.h"
-#include "kiln/schedule/templates/injective_gpu.h"
+#include "schedule/templates/injective_gpu.h"
 #include "kiln/te/ops/nn_quantize.h"
 #include "test_gpu_util.h"
 #include "test_ops_a_util.h"

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <regex>
 
-#include "kiln/schedule/templates/conv2d_cpu.h"
+#include "schedule/templates/conv2d_cpu.h"
 #include "kiln/pipeline.h"
 #include "kiln/te/ops/nn_conv.h"
 #include "kiln/ir/printer.h"
-#include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/schedule/templates/int8_cpu.h"
-#include "kiln/schedule/templates/register_tile.h"
+#include "schedule/templates/anchor_cpu.h"
+#include "schedule/templates/int8_cpu.h"
+#include "schedule/templates/register_tile.h"
 #include "test_gpu_util.h"
 #include "test_ops_b_util.h"
 

@@ -4,7 +4,7 @@
 // qemu-aarch64 in the aarch64.* CTest tests, with CPUs that have and lack neoverse-n1's features.)
 #include <catch2/catch.hpp>
 
-#include "kiln/runtime/cpu_features.h"
+#include "runtime/cpu_features.h"
 
 using namespace kiln;
 using runtime::CpuFeatures;

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "kiln/target/target.h"
-#include "kiln/runtime/cpu_features.h"
+#include "runtime/cpu_features.h"
 #include "kiln/runtime/module_loader.h"
 #include "kiln/runtime/version.h"
 #include "test_export_util.h"

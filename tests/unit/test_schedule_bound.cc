@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "kiln/schedule/bound.h"
+#include "schedule/bound.h"
 #include "test_lower_interp.h"
 #include "test_schedule_fixtures.h"
 

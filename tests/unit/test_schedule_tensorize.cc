@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 #include "kiln/support/error.h"
 #include "test_lower_interp.h"
 #include "test_schedule_fixtures.h"

@@ -11,8 +11,8 @@
 
 #include "kiln/te/ops/nn_conv.h"
 #include "test_ops_b_ref.h"
-#include "kiln/schedule/templates/conv2d_cpu.h"
-#include "kiln/schedule/templates/depthwise_cpu.h"
+#include "schedule/templates/conv2d_cpu.h"
+#include "schedule/templates/depthwise_cpu.h"
 #include "test_ops_b_util.h"
 
 using namespace kiln;

@@ -14,7 +14,7 @@
 #include "kiln/autotune/measure_process.h"
 #include "kiln/codegen/build.h"
 #include "kiln/compiler.h"
-#include "kiln/testing/reference.h"
+#include "testing/reference.h"
 
 using namespace kiln;
 

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "kiln/relay/batch_separable.h"
+#include "relay/batch_separable.h"
 #include "kiln/support/error.h"
 #include "tensor_file.h"
 

@@ -23,7 +23,7 @@
 #include "commands.h"
 #include "external_runner.h"
 #include "graph_choice_flags.h"
-#include "kiln/runtime/cpu_features.h"
+#include "runtime/cpu_features.h"
 #include "kiln/autotune/apply_log.h"
 #include "kiln/compiler.h"
 #include "kiln/relay/frontend/onnx.h"

@@ -9,7 +9,7 @@
 #include "bind.h"
 #include "commands.h"
 #include "external_runner.h"
-#include "kiln/runtime/cpu_features.h"
+#include "runtime/cpu_features.h"
 #include "kiln/support/error.h"
 #include "module_file.h"
 #include "module_io.h"

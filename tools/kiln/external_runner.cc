@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "kiln/relay/frontend/onnx.h"
-#include "kiln/runtime/cpu_features.h"
+#include "runtime/cpu_features.h"
 #include "kiln/support/error.h"
 #include "support/subprocess.h"
 #include "module_io.h"

@@ -8,7 +8,7 @@
 
 #include "kiln/compiler.h"
 #include "kiln/lower/schedule_group.h"
-#include "kiln/relay/dot.h"
+#include "relay/dot.h"
 #include "kiln/support/error.h"
 
 namespace kiln::cli {

@@ -18,7 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/expr.h"
 #include "kiln/ir/stmt.h"
 #include "kiln/target/target.h"

@@ -34,9 +34,9 @@
 #include <unordered_set>
 
 #include "ldmatrix.h"
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
-#include "kiln/ir/shared_storage.h"
+#include "ir/shared_storage.h"
 #include "kiln/ir/structural.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"

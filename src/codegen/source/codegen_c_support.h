@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "codegen_c.h"
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 
 namespace kiln::codegen::source {
 

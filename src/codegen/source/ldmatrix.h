@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/expr.h"
 
 namespace kiln::codegen {

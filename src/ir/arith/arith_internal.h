@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/expr.h"
 #include "kiln/support/error.h"
 

@@ -2,7 +2,7 @@
 // inject_double_buffer.
 #pragma once
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/stmt.h"
 
 namespace kiln::ir::detail {

@@ -55,7 +55,7 @@
 #include <set>
 
 #include "async_copies.h"
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"

@@ -6,7 +6,7 @@
 // later write. Two writes of one buffer need none: a te stage assigns each element one value (a
 // copy computed twice writes the same value twice), so which thread writes last does not
 // matter, and a cooperative fetch's loop over its slices needs no barrier per slice. Distinct
-// buffers that plan_shared_storage put in the same bytes (kiln/ir/shared_storage.h) need one
+// buffers that plan_shared_storage put in the same bytes (src/ir/shared_storage.h) need one
 // between any two of their accesses, two writes included. Statements are taken whole
 // (a loop that synchronizes inside still counts with all its accesses), which can cost a
 // barrier more than needed, never one less. Loop-carried conflicts: a loop body's accesses
@@ -25,7 +25,7 @@
 #include <set>
 
 #include "kiln/ir/functor.h"
-#include "kiln/ir/shared_storage.h"
+#include "ir/shared_storage.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 

@@ -5,7 +5,7 @@
 //
 // Internally an undefined Stmt means "nothing left"; parents that end up empty vanish too, and
 // the pass returns `evaluate(0)` if the whole statement does.
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
 #include "kiln/ir/structural.h"
 #include "kiln/ir/transforms.h"

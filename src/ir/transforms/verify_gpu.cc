@@ -10,7 +10,7 @@
 
 #include "device_regions.h"
 #include "kiln/ir/functor.h"
-#include "kiln/ir/shared_storage.h"
+#include "ir/shared_storage.h"
 #include "kiln/ir/transforms.h"
 #include "kiln/support/error.h"
 

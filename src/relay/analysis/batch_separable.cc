@@ -2,7 +2,7 @@
 // node by node. A value whose leading dim doubles (and nothing else changes) holds its samples
 // as consecutive row blocks, row-major, exactly as the runtime lays them out; the op rules
 // below reject the ops that would still read across those blocks.
-#include "kiln/relay/batch_separable.h"
+#include "relay/batch_separable.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "kiln/schedule/templates/anchor_cpu.h"
+#include "schedule/templates/anchor_cpu.h"
 
 #include <algorithm>
 #include <string>

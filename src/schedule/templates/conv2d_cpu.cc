@@ -1,10 +1,10 @@
-#include "kiln/schedule/templates/conv2d_cpu.h"
+#include "schedule/templates/conv2d_cpu.h"
 
 #include <algorithm>
 #include <string>
 
-#include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/schedule/templates/register_tile.h"
+#include "schedule/templates/anchor_cpu.h"
+#include "schedule/templates/register_tile.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
 

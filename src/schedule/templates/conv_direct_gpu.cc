@@ -1,10 +1,10 @@
-#include "kiln/schedule/templates/conv_direct_gpu.h"
+#include "schedule/templates/conv_direct_gpu.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "kiln/schedule/templates/cooperative_fetch_gpu.h"
-#include "kiln/schedule/templates/generic_gpu.h"
+#include "schedule/templates/cooperative_fetch_gpu.h"
+#include "schedule/templates/generic_gpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {

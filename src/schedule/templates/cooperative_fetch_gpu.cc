@@ -1,8 +1,8 @@
-#include "kiln/schedule/templates/cooperative_fetch_gpu.h"
+#include "schedule/templates/cooperative_fetch_gpu.h"
 
 #include <algorithm>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
 
 namespace kiln::schedule {

@@ -1,4 +1,4 @@
-#include "kiln/schedule/templates/dense_cpu.h"
+#include "schedule/templates/dense_cpu.h"
 
 #include <cstdlib>
 #include <string>
@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "kiln/ir/functor.h"
-#include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/schedule/templates/gemm_blocking.h"
+#include "schedule/templates/anchor_cpu.h"
+#include "schedule/templates/gemm_blocking.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
 

@@ -1,8 +1,8 @@
-#include "kiln/schedule/templates/depthwise_cpu.h"
+#include "schedule/templates/depthwise_cpu.h"
 
 #include <algorithm>
 
-#include "kiln/schedule/templates/anchor_cpu.h"
+#include "schedule/templates/anchor_cpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
 

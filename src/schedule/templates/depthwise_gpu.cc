@@ -1,9 +1,9 @@
-#include "kiln/schedule/templates/depthwise_gpu.h"
+#include "schedule/templates/depthwise_gpu.h"
 
 #include <algorithm>
 
-#include "kiln/schedule/templates/cooperative_fetch_gpu.h"
-#include "kiln/schedule/templates/generic_gpu.h"
+#include "schedule/templates/cooperative_fetch_gpu.h"
+#include "schedule/templates/generic_gpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {

@@ -1,8 +1,8 @@
-#include "kiln/schedule/templates/gemm_blocking.h"
+#include "schedule/templates/gemm_blocking.h"
 
 #include <algorithm>
 
-#include "kiln/schedule/templates/register_tile.h"
+#include "schedule/templates/register_tile.h"
 
 namespace kiln::schedule {
 

@@ -1,4 +1,4 @@
-#include "kiln/schedule/templates/generic_gpu.h"
+#include "schedule/templates/generic_gpu.h"
 
 #include <algorithm>
 

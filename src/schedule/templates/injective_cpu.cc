@@ -1,4 +1,4 @@
-#include "kiln/schedule/templates/injective_cpu.h"
+#include "schedule/templates/injective_cpu.h"
 
 #include <algorithm>
 #include <limits>

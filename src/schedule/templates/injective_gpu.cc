@@ -1,10 +1,10 @@
-#include "kiln/schedule/templates/injective_gpu.h"
+#include "schedule/templates/injective_gpu.h"
 
 #include <algorithm>
 #include <tuple>
 
-#include "kiln/schedule/templates/generic_gpu.h"
-#include "kiln/schedule/templates/injective_cpu.h"
+#include "schedule/templates/generic_gpu.h"
+#include "schedule/templates/injective_cpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {

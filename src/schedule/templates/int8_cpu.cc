@@ -1,10 +1,10 @@
-#include "kiln/schedule/templates/int8_cpu.h"
+#include "schedule/templates/int8_cpu.h"
 
 #include <algorithm>
 
-#include "kiln/schedule/templates/anchor_cpu.h"
-#include "kiln/schedule/templates/register_tile.h"
-#include "kiln/schedule/templates/winograd_cpu.h"
+#include "schedule/templates/anchor_cpu.h"
+#include "schedule/templates/register_tile.h"
+#include "schedule/templates/winograd_cpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_winograd.h"
 #include "kiln/te/reduce.h"

@@ -1,10 +1,10 @@
-#include "kiln/schedule/templates/matmul_gpu.h"
+#include "schedule/templates/matmul_gpu.h"
 
 #include <algorithm>
 
-#include "kiln/schedule/templates/cooperative_fetch_gpu.h"
-#include "kiln/schedule/templates/generic_gpu.h"
-#include "kiln/schedule/templates/matmul_tensorcore_gpu.h"
+#include "schedule/templates/cooperative_fetch_gpu.h"
+#include "schedule/templates/generic_gpu.h"
+#include "schedule/templates/matmul_tensorcore_gpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {

@@ -1,11 +1,11 @@
-#include "kiln/schedule/templates/matmul_tensorcore_gpu.h"
+#include "schedule/templates/matmul_tensorcore_gpu.h"
 
 #include <algorithm>
 #include <array>
 
 #include "kiln/schedule/mma_intrin.h"
-#include "kiln/schedule/templates/generic_gpu.h"
-#include "kiln/schedule/templates/matmul_gpu.h"
+#include "schedule/templates/generic_gpu.h"
+#include "schedule/templates/matmul_gpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {

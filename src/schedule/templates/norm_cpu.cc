@@ -1,9 +1,9 @@
-#include "kiln/schedule/templates/norm_cpu.h"
+#include "schedule/templates/norm_cpu.h"
 
 #include <algorithm>
 #include <string>
 
-#include "kiln/schedule/templates/anchor_cpu.h"
+#include "schedule/templates/anchor_cpu.h"
 #include "kiln/te/ops/nn_norm.h"
 
 namespace kiln::schedule {

@@ -1,11 +1,11 @@
-#include "kiln/schedule/templates/pool_cpu.h"
+#include "schedule/templates/pool_cpu.h"
 
 #include <algorithm>
 #include <string>
 
-#include "kiln/ir/arith.h"
+#include "ir/arith.h"
 #include "kiln/ir/functor.h"
-#include "kiln/schedule/templates/anchor_cpu.h"
+#include "schedule/templates/anchor_cpu.h"
 #include "kiln/support/error.h"
 #include "kiln/te/ops/nn_conv.h"
 

@@ -1,8 +1,8 @@
-#include "kiln/schedule/templates/pool_gpu.h"
+#include "schedule/templates/pool_gpu.h"
 
 #include <algorithm>
 
-#include "kiln/schedule/templates/generic_gpu.h"
+#include "schedule/templates/generic_gpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {

@@ -1,9 +1,9 @@
-#include "kiln/schedule/templates/reduction_cpu.h"
+#include "schedule/templates/reduction_cpu.h"
 
 #include <algorithm>
 
 #include "kiln/ir/functor.h"
-#include "kiln/schedule/templates/injective_cpu.h"
+#include "schedule/templates/injective_cpu.h"
 #include "kiln/support/error.h"
 
 namespace kiln::schedule {

@@ -1,5 +1,5 @@
 // Register tiles from the target's facts (see register_tile.h).
-#include "kiln/schedule/templates/register_tile.h"
+#include "schedule/templates/register_tile.h"
 
 #include <algorithm>
 
