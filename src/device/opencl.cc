@@ -119,6 +119,16 @@ void* opencl_library() {
   if (!lib) {
 #ifdef LM_ID_NEWLM  // glibc
     const bool own_namespace = process_holds_llvm();
+#ifdef KILN_SANITIZE_THREAD
+    // TSan cannot follow a second namespace: the driver's threads start through that
+    // namespace's libc, unseen by TSan, and the loader allocates their thread-local storage
+    // through TSan's malloc, which crashed on a thread it did not know (PoCL's kernel-cache
+    // thread, in __tls_get_addr). A clear refusal instead of that crash.
+    if (own_namespace)
+      KILN_THROW() << "an OpenCL device in a process that holds LLVM (the compiler's) is not available in a "
+                      "ThreadSanitizer build: the driver goes into a link-map namespace of its own, whose threads "
+                      "TSan cannot see (docs/reliability.md, \"Sanitizers\"); kiln-runner runs OpenCL modules there";
+#endif
     // The dynamic loader is one for every namespace, and it allocates with the first
     // namespace's malloc. The driver's threads are created by the second namespace's libc, so
     // the first one still believes the process single-threaded and takes its malloc's lock-free

@@ -183,7 +183,7 @@ bool cuda_driver_present() { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL
 
 }  // namespace
 
-TEST_CASE("device: OpenCL add_one matches a plain loop", "[device]") {
+TEST_CASE("device: OpenCL add_one matches a plain loop", "[device][opencl]") {
   auto dev = opencl_or_skip();
   if (!dev) return;
   INFO(dev->description());
@@ -194,7 +194,7 @@ TEST_CASE("device: OpenCL add_one matches a plain loop", "[device]") {
   CHECK(run(*dev, *module, "add_one", dims_1d(4, 64), input) == add_one_reference(input));
 }
 
-TEST_CASE("device: OpenCL __local tile with a barrier matches a plain loop", "[device]") {
+TEST_CASE("device: OpenCL __local tile with a barrier matches a plain loop", "[device][opencl]") {
   auto dev = opencl_or_skip();
   if (!dev) return;
   auto module = dev->load_module({opencl_image(kOpenCLSource)});
@@ -202,7 +202,7 @@ TEST_CASE("device: OpenCL __local tile with a barrier matches a plain loop", "[d
   CHECK(run(*dev, *module, "reverse_tile", dims_1d(4, 64), input) == reverse_tiles_reference(input, 64));
 }
 
-TEST_CASE("device: OpenCL dynamic shared memory is a trailing __local argument", "[device]") {
+TEST_CASE("device: OpenCL dynamic shared memory is a trailing __local argument", "[device][opencl]") {
   auto dev = opencl_or_skip();
   if (!dev) return;
   auto module = dev->load_module({opencl_image(kOpenCLSource)});
@@ -211,7 +211,7 @@ TEST_CASE("device: OpenCL dynamic shared memory is a trailing __local argument",
         reverse_tiles_reference(input, 128));
 }
 
-TEST_CASE("device: OpenCL copies between buffers", "[device]") {
+TEST_CASE("device: OpenCL copies between buffers", "[device][opencl]") {
   auto dev = opencl_or_skip();
   if (!dev) return;
   std::vector<float> input = iota_input(100), out(100);
@@ -234,7 +234,7 @@ TEST_CASE("device: OpenCL copies between buffers", "[device]") {
   dev->free(nullptr);
 }
 
-TEST_CASE("device: OpenCL tells a buffer of its context that is big enough from others", "[device]") {
+TEST_CASE("device: OpenCL tells a buffer of its context that is big enough from others", "[device][opencl]") {
   auto dev = opencl_or_skip();
   if (!dev) return;
   void* context = nullptr;
@@ -259,7 +259,7 @@ TEST_CASE("device: OpenCL tells a buffer of its context that is big enough from 
 // allocates with the first libc's malloc when a driver thread calls dlopen. Unless the first
 // libc knows the process is multi-threaded its malloc takes no lock, and the heap was corrupted
 // (opencl.cc). Needs a fresh process (CTest runs each case in one).
-TEST_CASE("device: OpenCL in a process holding LLVM leaves the process's libc multi-threaded", "[device]") {
+TEST_CASE("device: OpenCL in a process holding LLVM leaves the process's libc multi-threaded", "[device][opencl]") {
   if (!dlopen("libLLVM-16.so.1", RTLD_NOW | RTLD_NOLOAD)) {
     WARN("skipped: this process holds no LLVM (OpenCL's loader is in the default namespace)");
     return;
@@ -273,7 +273,7 @@ TEST_CASE("device: OpenCL in a process holding LLVM leaves the process's libc mu
   CHECK(__libc_single_threaded == 0);
 }
 
-TEST_CASE("device: OpenCL build errors carry the build log", "[device]") {
+TEST_CASE("device: OpenCL build errors carry the build log", "[device][opencl]") {
   auto dev = opencl_or_skip();
   if (!dev) return;
   const char* broken = "__kernel void broken(__global float* a) { a[0] = undeclared_thing; }";
@@ -285,7 +285,7 @@ TEST_CASE("device: OpenCL build errors carry the build log", "[device]") {
   }
 }
 
-TEST_CASE("device: OpenCL launch of a missing kernel names it", "[device]") {
+TEST_CASE("device: OpenCL launch of a missing kernel names it", "[device][opencl]") {
   auto dev = opencl_or_skip();
   if (!dev) return;
   auto module = dev->load_module({opencl_image(kOpenCLSource)});
@@ -296,7 +296,7 @@ TEST_CASE("device: OpenCL launch of a missing kernel names it", "[device]") {
   dev->free(a);
 }
 
-TEST_CASE("device: OpenCL refuses a module without OpenCL C", "[device]") {
+TEST_CASE("device: OpenCL refuses a module without OpenCL C", "[device][opencl]") {
   auto dev = opencl_or_skip();
   if (!dev) return;
   CHECK_THROWS_WITH(dev->load_module({{DeviceImage::kCubin, 80, "x"}, {DeviceImage::kPTX, 90, "x"}}),

@@ -474,11 +474,11 @@ TEST_CASE("gpu templates child process: one template's corners on the OpenCL dev
   }
 }
 
-TEST_CASE("gpu templates: gpu_generic over the corners of its knob space", "[gpu][gpu_templates]") {
+TEST_CASE("gpu templates: gpu_generic over the corners of its knob space", "[gpu][gpu_templates][opencl]") {
   check_template("gpu_generic", 0);
 }
 
-TEST_CASE("gpu templates: gpu_injective over the corners of its knob space", "[gpu][gpu_templates]") {
+TEST_CASE("gpu templates: gpu_injective over the corners of its knob space", "[gpu][gpu_templates][opencl]") {
   check_template("gpu_injective", 0);
   // The default: vector accesses where the columns divide by the vector (B's too), else scalar
   // ones. 4736 elements leave too few blocks for 4 floats a thread on 4 multiprocessors: float2.
@@ -501,26 +501,26 @@ TEST_CASE("gpu templates: gpu_injective over the corners of its knob space", "[g
   }
 }
 
-TEST_CASE("gpu templates: gpu_pool over the corners of its knob space", "[gpu][gpu_templates]") {
+TEST_CASE("gpu templates: gpu_pool over the corners of its knob space", "[gpu][gpu_templates][opencl]") {
   check_template("gpu_pool", 0);
 }
 
-TEST_CASE("gpu templates: gpu_depthwise over the corners of its knob space", "[gpu][gpu_templates]") {
+TEST_CASE("gpu templates: gpu_depthwise over the corners of its knob space", "[gpu][gpu_templates][opencl]") {
   check_template("gpu_depthwise", 0);
 }
 
-TEST_CASE("gpu templates: gpu_matmul over the corners of its knob space", "[gpu][gpu_templates]") {
+TEST_CASE("gpu templates: gpu_matmul over the corners of its knob space", "[gpu][gpu_templates][opencl]") {
   // All knobs last: 32 x 32 threads of 8 x 8 outputs staging one K slice of 32 (K is 17), 72 KiB
   // of shared memory: past the static 48 KiB, so dynamic shared memory on sm_90 (build_gpu); the
   // OpenCL target's 48 KiB leaves it out of the PoCL half.
   check_template("gpu_matmul", 0);
 }
 
-TEST_CASE("gpu templates: gpu_conv_gemm over the corners of its knob space", "[gpu][gpu_templates]") {
+TEST_CASE("gpu templates: gpu_conv_gemm over the corners of its knob space", "[gpu][gpu_templates][opencl]") {
   check_template("gpu_conv_gemm", 1);
 }
 
-TEST_CASE("gpu templates: gpu_conv_direct over the corners of its knob space", "[gpu][gpu_templates]") {
+TEST_CASE("gpu templates: gpu_conv_direct over the corners of its knob space", "[gpu][gpu_templates][opencl]") {
   check_template("gpu_conv_direct", 0);
 }
 

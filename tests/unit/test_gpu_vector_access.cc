@@ -66,7 +66,7 @@ std::vector<float> iota(int64_t n, float step) {
 
 }  // namespace
 
-TEST_CASE("gpu vector accesses: aligned contiguous loads and stores are one vector access", "[gpu][gpu_vector]") {
+TEST_CASE("gpu vector accesses: aligned contiguous loads and stores are one vector access", "[gpu][gpu_vector][opencl]") {
   const int64_t n = 256;
   te::Tensor a = te::placeholder({n}, f32, "A"), b = te::placeholder({n}, f32, "B");
   for (int lanes : {4, 8}) {  // 8 float lanes: two float4 accesses each
@@ -87,7 +87,7 @@ TEST_CASE("gpu vector accesses: aligned contiguous loads and stores are one vect
   }
 }
 
-TEST_CASE("gpu vector accesses: unaligned, strided and masked ones print lane by lane", "[gpu][gpu_vector]") {
+TEST_CASE("gpu vector accesses: unaligned, strided and masked ones print lane by lane", "[gpu][gpu_vector][opencl]") {
   const int64_t n = 128;
   te::Tensor a = te::placeholder({2 * n + 1}, f32, "A");
   struct Case {
@@ -127,7 +127,7 @@ TEST_CASE("gpu vector accesses: unaligned, strided and masked ones print lane by
   }
 }
 
-TEST_CASE("gpu vector accesses: float16 lanes are ushort4 bits converted lane by lane", "[gpu][gpu_vector]") {
+TEST_CASE("gpu vector accesses: float16 lanes are ushort4 bits converted lane by lane", "[gpu][gpu_vector][opencl]") {
   const int64_t n = 128;
   const ir::DataType f16 = ir::DataType::f16();
   te::Tensor h = te::placeholder({n}, f16, "H");
