@@ -12,18 +12,14 @@
 # opencl check aborted, twice, in parallel CTest runs sharing one folder).
 set(KILN_POCL_CACHE ${CMAKE_BINARY_DIR}/pocl-cache)
 find_library(KILN_OPENCL_ICD NAMES OpenCL libOpenCL.so.1)
-# Under TSan no OpenCL device opens in a process that holds LLVM, as `kiln` does
-# (src/device/opencl.cc says why): the tests that run OpenCL modules from `kiln` (check, tune,
-# conformance) are replaced by one that the refusal fires; kiln-runner's run on PoCL stays.
-set(kiln_opencl_in_kiln ON)
-if("thread" IN_LIST kiln_sanitizers)
-  set(kiln_opencl_in_kiln OFF)
-  if(KILN_OPENCL_ICD)
-    kiln_cli_test(check.tiny_cnn.opencl_under_tsan 1 "not available in a ThreadSanitizer build" check
-                  ${CMAKE_SOURCE_DIR}/examples/tiny_cnn --target opencl)
-  endif()
+# Where no OpenCL device opens in a process that holds LLVM, as `kiln` does (TSan,
+# cmake/sanitize.cmake), the tests that run OpenCL modules from `kiln` (check, tune, conformance)
+# are replaced by one that the refusal fires; kiln-runner's run on PoCL stays.
+if(KILN_OPENCL_ICD AND NOT KILN_OPENCL_BESIDE_LLVM)
+  kiln_cli_test(check.tiny_cnn.opencl_under_tsan 1 "not available in a ThreadSanitizer build" check
+                ${CMAKE_SOURCE_DIR}/examples/tiny_cnn --target opencl)
 endif()
-if(KILN_OPENCL_ICD AND kiln_opencl_in_kiln)
+if(KILN_OPENCL_ICD AND KILN_OPENCL_BESIDE_LLVM)
   foreach(entry ${KILN_CHECK_CASES})
     string(REPLACE "=" ";" parts ${entry})
     list(GET parts 0 name)
@@ -65,7 +61,7 @@ if(KILN_OPENCL_ICD)
                        ENVIRONMENT "POCL_CACHE_DIR=${KILN_POCL_CACHE}/relu")
   set_tests_properties(runner.device_inputs_opencl_output PROPERTIES FIXTURES_REQUIRED kiln_relu_opencl_out)
 endif()
-if(KILN_OPENCL_ICD AND kiln_opencl_in_kiln)
+if(KILN_OPENCL_ICD AND KILN_OPENCL_BESIDE_LLVM)
   # Tuning for the GPU: every candidate measured on PoCL in a child, then the log applied and the
   # tuned model checked against its reference on PoCL.
   kiln_cli_test(tune.tiny_cnn.opencl 0 "6/6. nn.softmax: 3/3 trials" tune ${CMAKE_SOURCE_DIR}/examples/tiny_cnn/model.onnx
@@ -110,7 +106,7 @@ endif()
 # 16-bit floats on the GPU targets (stored as bits, computed in float, rounded per operation):
 # every float16 / bfloat16 case of the ONNX node suite, on PoCL, must pass as on the CPU.
 set(KILN_NODE_SUITE ${CMAKE_SOURCE_DIR}/../shared/onnx/node)
-if(KILN_OPENCL_ICD AND kiln_opencl_in_kiln AND EXISTS ${KILN_NODE_SUITE})
+if(KILN_OPENCL_ICD AND KILN_OPENCL_BESIDE_LLVM AND EXISTS ${KILN_NODE_SUITE})
   file(GLOB kiln_f16_cases LIST_DIRECTORIES true ${KILN_NODE_SUITE}/*float16* ${KILN_NODE_SUITE}/*FLOAT16*
        ${KILN_NODE_SUITE}/*fp16*)
   set(kiln_f16_root ${CMAKE_CURRENT_BINARY_DIR}/node_float16)
